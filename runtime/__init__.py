@@ -1,0 +1,1 @@
+"""The trusted side: broker, sandbox policy, documents, supervisor, CLI and Python API."""

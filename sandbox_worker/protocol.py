@@ -1,0 +1,139 @@
+"""The wire protocol between the broker (runtime/) and the worker (sandbox_worker/).
+
+Defined once, imported by both sides. Stdlib only: the worker imports it before it is jailed.
+
+A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON (JSON, not
+pickle or marshal: decoding a hostile frame can only ever yield plain data).
+
+Messages (each a JSON object with a "t" field):
+
+  broker -> worker   {"t": "start", "code": str, "limits": {...}}     first frame, once
+                     {"t": "ok", "v": value}                          reply to a call
+                     {"t": "err", "kind": str, "msg": str}            reply to a call
+  worker -> broker   {"t": "call", "op": str, "a": {name: value}}     expects one reply
+                     {"t": "out", "s": str}                           script output, no reply
+                     {"t": "end", "ok": true}                         script finished
+                     {"t": "end", "ok": false, "error": {...}}        script failed (see ERROR_FIELDS)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+HEADER = struct.Struct(">I")
+
+# Worker requests are small; replies may carry a whole document.
+MAX_REQUEST_BYTES = 1 << 20
+MAX_REPLY_BYTES = 64 << 20
+
+
+class ProtocolError(Exception):
+    """A frame or message that does not follow this protocol."""
+
+
+# Argument kinds used in the op table. The broker validates every call against it.
+STR = "str"
+INT = "int"
+BOOL = "bool"
+OPT_STR = "str|null"
+PAGES = "pages"  # null, an int, or a list of ints
+
+# op name -> ordered {argument name: kind}. Every argument is required on the wire: defaults
+# live in the script-facing objects, so the broker sees exactly what will be done.
+OPS: dict[str, dict[str, str]] = {
+    "dir.open": {"path": STR},
+    "dir.files": {"path": STR, "recursive": BOOL},
+    "dir.search": {"path": STR, "pattern": STR, "scope": STR, "recursive": BOOL, "ignore_case": BOOL},
+    "dir.list": {"path": STR},
+    "dir.find": {"path": STR, "glob": STR},
+    "dir.grep": {"path": STR, "pattern": STR, "glob": OPT_STR, "ignore_case": BOOL},
+    "file.open": {"path": STR},
+    "file.page_count": {"path": STR},
+    "file.read": {"path": STR, "pages": PAGES},
+    "file.search": {"path": STR, "pattern": STR, "ignore_case": BOOL},
+    "file.contains": {"path": STR, "pattern": STR, "ignore_case": BOOL},
+    "file.head": {"path": STR},
+    "file.tail": {"path": STR},
+    "file.snippets": {"path": STR, "pattern": STR, "max_results": INT, "context_chars": INT, "ignore_case": BOOL},
+    "file.table": {"path": STR, "max_items": INT},
+    "file.lines": {"path": STR, "offset": INT, "limit": INT},
+}
+
+# Fields of a failed "end" message's "error" object.
+ERROR_FIELDS = ("kind", "msg", "line", "col")
+
+# Error kinds a reply or an end message may carry.
+ERROR_KINDS = frozenset(
+    {
+        "RuntimeError",  # a script error: bad argument, missing file, invalid regex, out of range...
+        "SandboxError",  # a path or operation refused by the sandbox policy
+        "LimitError",  # a resource limit: memory, output, recursion, sizes
+        "TimeoutError",  # the run's deadline passed
+        "InternalError",  # a bug on our side; never the script's fault
+    }
+)
+
+
+def encode(message: dict) -> bytes:
+    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return HEADER.pack(len(payload)) + payload
+
+
+def decode(payload: bytes) -> dict:
+    try:
+        message = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ProtocolError(f"undecodable frame: {type(exc).__name__}") from None
+    if not isinstance(message, dict) or not isinstance(message.get("t"), str):
+        raise ProtocolError("a message must be an object with a string field 't'")
+    return message
+
+
+def write_frame(fd: int, message: dict) -> None:
+    data = memoryview(encode(message))
+    while data:
+        written = os.write(fd, data)
+        data = data[written:]
+
+
+def read_exact(fd: int, size: int) -> bytes:
+    """Read exactly size bytes; EOFError if the other side closed first."""
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("pipe closed")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, limit: int) -> dict:
+    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
+    if size > limit:
+        raise ProtocolError(f"frame of {size} bytes exceeds the limit of {limit}")
+    return decode(read_exact(fd, size))
+
+
+class FrameBuffer:
+    """Incremental frame parser for a non-blocking reader (the broker's poll loop)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[dict]:
+        self.buffer += data
+        messages = []
+        while len(self.buffer) >= HEADER.size:
+            (size,) = HEADER.unpack_from(self.buffer)
+            if size > self.limit:
+                raise ProtocolError(f"frame of {size} bytes exceeds the limit of {self.limit}")
+            end = HEADER.size + size
+            if len(self.buffer) < end:
+                break
+            messages.append(decode(bytes(self.buffer[HEADER.size:end])))
+            del self.buffer[:end]
+        return messages
