@@ -1,0 +1,253 @@
+"""Documents: decoding, pagination, PDF text and outlines, tables of contents, and a per-run cache.
+
+- Text (every file whose suffix is not ".pdf", case-insensitive): bytes are decoded as UTF-8
+  with errors="replace" (undecodable bytes become U+FFFD, never an error); a UTF-8 BOM is
+  stripped; a UTF-16 BOM (FF FE / FE FF) decodes the file as UTF-16. `lines` is
+  `text.splitlines()`; page N is lines 80*(N-1)+1 .. 80*N joined with "\\n". An empty file has
+  one empty page. `text` is the exact decoded text.
+- PDF (via pymupdf, opened from the bytes we read, never by path): one page per PDF page
+  (`page.get_text()`); `text` is the pages joined by "\\n\\n"; `lines` is `text.splitlines()`.
+- Tables of contents (`Document.toc`, computed lazily): the PDF outline when there is one,
+  otherwise `detect_toc` over the lines of each page (see its docstring for the exact rules).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from runtime.errors import LimitError, ScriptError
+from runtime.vfs import Resolved, VirtualFS
+
+LINES_PER_PAGE = 80
+DEFAULT_MAX_DOCUMENT_BYTES = 64 << 20
+
+TocEntry = tuple[int, str, int]  # (level >= 1, title, page; page < 1 when unknown)
+
+
+def is_pdf_name(name: str) -> bool:
+    return name.lower().endswith(".pdf")
+
+
+def decode_text(data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", "replace")
+    if data.startswith(b"\xff\xfe") or data.startswith(b"\xfe\xff"):
+        return data.decode("utf-16", "replace")  # the codec consumes the BOM
+    return data.decode("utf-8", "replace")
+
+
+def paginate(lines: list[str]) -> list[str]:
+    if not lines:
+        return [""]
+    return ["\n".join(lines[i:i + LINES_PER_PAGE]) for i in range(0, len(lines), LINES_PER_PAGE)]
+
+
+@dataclass
+class Document:
+    vpath: str
+    kind: str  # "text" | "pdf"
+    pages: list[str]
+    text: str
+    outline: list[TocEntry] | None = None  # PDF outline (None for text or no outline)
+    _lines: list[str] | None = field(default=None, repr=False)
+    _toc: list[TocEntry] | None = field(default=None, repr=False)
+    _toc_done: bool = field(default=False, repr=False)
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines
+
+    @property
+    def toc(self) -> list[TocEntry] | None:
+        """PDF outline, else detected headings/TOC lines; None when nothing is found."""
+        if not self._toc_done:
+            if self.outline:
+                self._toc = list(self.outline)
+            else:
+                found = detect_toc(self.pages)
+                self._toc = found or None
+            self._toc_done = True
+        return self._toc
+
+
+# ------------------------------------------------------------------------- parsing
+
+_ABS_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s'\"]*")
+
+
+def _sanitize(reason: str) -> str:
+    """Drop anything that looks like a path from a library message."""
+    reason = _ABS_PATH.sub("<path>", reason).strip()
+    return reason or "unknown error"
+
+
+def parse_text(vpath: str, data: bytes) -> Document:
+    text = decode_text(data)
+    doc = Document(vpath, "text", [], text)
+    doc.pages = paginate(doc.lines)
+    return doc
+
+
+def parse_pdf(vpath: str, data: bytes) -> Document:
+    import pymupdf  # heavy: imported on first PDF only
+
+    try:
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
+    except Exception:  # pragma: no cover - older pymupdf
+        pass
+    try:
+        pdf = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:
+        raise ScriptError(f"cannot read PDF {vpath}: {_sanitize(str(exc))}") from None
+    try:
+        if pdf.needs_pass or pdf.is_encrypted:
+            raise ScriptError(f"cannot read PDF {vpath}: it is encrypted (password protected)")
+        try:
+            pages = [page.get_text() for page in pdf]
+            outline = [(int(lvl), str(title).strip(), int(page)) for lvl, title, page, *_ in pdf.get_toc(simple=True)]
+        except ScriptError:
+            raise
+        except Exception as exc:
+            raise ScriptError(f"cannot read PDF {vpath}: {_sanitize(str(exc))}") from None
+    finally:
+        pdf.close()
+    if not pages:
+        pages = [""]
+    return Document(vpath, "pdf", pages, "\n\n".join(pages), outline or None)
+
+
+# ------------------------------------------------------------------------- TOC detection
+
+# ATX heading: up to 3 spaces, 1-6 '#', then a space/tab and the title (an optional closing
+# run of '#' preceded by a space is removed).
+ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+# Fenced code block delimiter: up to 3 spaces then ``` or ~~~ (3 or more).
+FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# Dotted TOC line: a title, a leader of 3+ dots (optionally spaced: ". . .") or ellipsis
+# characters, then the page number at the end of the line.  "1.1 Scope ........ 2"
+DOTTED_TOC = re.compile(r"^[ \t]*(?P<title>\S.*?)[ \t]*(?:(?:\.[ \t]?){3,}|\u2026+)[ \t]*(?P<page>\d{1,5})[ \t]*$")
+# Numbered TOC line without leader: a section number, a title, then 2+ spaces (or a tab) and
+# the page number at the end.  "2.3 Results     14"
+NUMBERED_TOC = re.compile(r"^[ \t]*(?P<title>\d+(?:\.\d+)*\.?[ \t]+\S.*?)(?:[ \t]{2,}|\t)[ \t]*(?P<page>\d{1,5})[ \t]*$")
+# Section number at the start of a title: its components give the level.
+SECTION_NUMBER = re.compile(r"^(\d+(?:\.\d+)*)\.?(?=[ \t])")
+MAX_TOC_LINE = 300
+_HAS_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _toc_level(title: str) -> int:
+    m = SECTION_NUMBER.match(title)
+    return m.group(1).count(".") + 1 if m else 1
+
+
+def detect_toc(pages: list[str]) -> list[TocEntry]:
+    """Headings and TOC lines, in document order, one entry per line.
+
+    For each line of each page (page text split with str.splitlines, so a text file's line L
+    is on page (L-1)//80+1), outside fenced code blocks:
+      1. an ATX markdown heading (ATX_HEADING) -> (number of '#', title, page of the line);
+      2. else a dotted TOC line (DOTTED_TOC) -> (section-number components or 1, title, the
+         number at the end of the line);
+      3. else a numbered TOC line (NUMBERED_TOC) -> same, the title keeps its number.
+    A TOC title must contain a letter. Levels are at least 1. Lines longer than
+    MAX_TOC_LINE characters are never headings or TOC entries (this also bounds the regex work).
+    """
+    entries: list[TocEntry] = []
+    fence: str | None = None
+    for page_no, page in enumerate(pages, start=1):
+        for line in page.splitlines():
+            fm = FENCE.match(line)
+            if fence is not None:
+                if fm and fm.group(1)[0] == fence[0] and len(fm.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                    fence = None
+                continue
+            if fm:
+                fence = fm.group(1)
+                continue
+            if len(line) > MAX_TOC_LINE:
+                continue
+            m = ATX_HEADING.match(line)
+            if m:
+                title = m.group(2).strip()
+                if title and not set(title) <= {"#"}:
+                    entries.append((len(m.group(1)), title, page_no))
+                continue
+            if not line.rstrip()[-1:].isdigit():
+                continue
+            m = DOTTED_TOC.match(line) or NUMBERED_TOC.match(line)
+            if m:
+                title = re.sub(r"\s+", " ", m.group("title").strip())
+                if _HAS_LETTER.search(title):
+                    entries.append((_toc_level(title), title, int(m.group("page"))))
+    return entries
+
+
+def format_toc(entries: list[TocEntry], max_items: int) -> str:
+    out = []
+    for level, title, page in entries[:max_items]:
+        suffix = f" (p.{page})" if page >= 1 else ""
+        out.append("  " * (max(level, 1) - 1) + title + suffix)
+    if len(entries) > max_items:
+        out.append(f"... ({len(entries) - max_items} more entries)")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------- the store
+
+
+class DocumentStore:
+    """Per-run cache: each file is read and parsed once, keyed by its real host path and
+    revalidated by (mtime_ns, size)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._cache: dict[str, tuple[tuple[int, int], Document]] = {}
+        self.parse_count = 0
+
+    def _too_big(self, vpath: str, size: int) -> LimitError:
+        return LimitError(f"{vpath} is {size} bytes, over the limit of {self.max_bytes} bytes per document")
+
+    def read_bytes(self, vfs: VirtualFS, res: Resolved) -> tuple[bytes, os.stat_result]:
+        try:
+            return vfs.read_bytes(res, self.max_bytes)
+        except OverflowError as exc:
+            raise self._too_big(res.vpath, int(exc.args[0])) from None
+
+    def cached(self, res: Resolved, st: os.stat_result) -> Document | None:
+        hit = self._cache.get(res.real)
+        if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size):
+            doc = hit[1]
+            if doc.vpath != res.vpath:  # same file reached by another virtual path
+                doc = Document(res.vpath, doc.kind, doc.pages, doc.text, doc.outline, doc._lines)
+            return doc
+        return None
+
+    def get(self, vfs: VirtualFS, res: Resolved, st: os.stat_result | None = None) -> Document:
+        if st is None:
+            st = vfs.stat(res)
+        doc = self.cached(res, st)
+        if doc is not None:
+            return doc
+        if st.st_size > self.max_bytes:
+            raise self._too_big(res.vpath, st.st_size)
+        data, fst = self.read_bytes(vfs, res)
+        return self.parse(res, data, fst)
+
+    def parse(self, res: Resolved, data: bytes, st: os.stat_result) -> Document:
+        """Parse bytes just read (by a search fast path or `get`) and cache the result."""
+        self.parse_count += 1
+        if is_pdf_name(res.parts[-1] if res.parts else ""):
+            doc = parse_pdf(res.vpath, data)
+        else:
+            doc = parse_text(res.vpath, data)
+        self._cache[res.real] = ((st.st_mtime_ns, st.st_size), doc)
+        return doc

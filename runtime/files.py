@@ -1,0 +1,403 @@
+"""FilesService: the broker's handlers for the FilesDSL ops of sandbox_worker.protocol.OPS.
+
+One method per op, named after it ("dir.search" -> `dir_search`) with the op table's argument
+names; `dispatch(op, args)` calls it. Arguments arrive type-validated; values are checked here.
+Every result is JSON-compatible and names files by canonical virtual path ("data/a.txt").
+Errors are runtime.errors classes whose messages name virtual paths only.
+
+Decisions (beyond docs/DESIGN.md §3):
+- FileInfo = {"path", "name", "suffix", "size", "modified"}; `modified` is UTC ISO-8601 to the
+  second ("2026-11-22T14:09:35Z"). Listing results are sorted by path (find, files, search)
+  or by name (list).
+- A listing or search returning more than `max_entries` (default 10,000) items is a LimitError
+  telling how to narrow it; `dir_grep` returns at most `max_grep_results` (default 100, as in
+  memexfs) matches — the first ones in (path, line) order — and stops there silently.
+- Globs (`dir_find`, `dir_grep`) match the path relative to the searched directory, with
+  "/" separators: `*` and `?` never cross "/", `**` spans directories ("**/" also matches
+  no directory), `[...]` is a character class (`[!...]` negated). "*.txt" therefore matches
+  only top-level files; "**/*.txt" matches at any depth. Matching is case-sensitive.
+- scope="name" searches the regex in the file's name and in its path relative to the searched
+  directory; "content" in the file's text (a PDF's is its pages joined by a blank line);
+  "both" either.
+- `dir_grep` reports each line at most once (the first match on it), with the full line; a
+  match spanning lines is reported on the line where it starts. Lines are str.splitlines lines.
+- `file_snippets`: max_results <= 0 returns []; context_chars < 0 is a ScriptError. Matches are
+  taken per page, pages in order; an excerpt never crosses a page.
+- `file_table`: max_items must be >= 1; more entries than that end with "... (N more entries)".
+- `file_lines`: numbers are right-aligned to max(3, digits of the last number shown), then two
+  spaces and the line (an empty line is just its number). offset < 1 and limit < 1 are
+  ScriptErrors; an offset past the end returns "".
+- Directory symlinks are listed (as symlink entries) but never descended into; file symlinks
+  that stay inside the mount count as files in files()/search()/grep().
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import time
+from datetime import datetime, timezone
+
+from runtime.documents import DocumentStore, Document, format_toc, is_pdf_name
+from runtime.errors import LimitError, ScriptError
+from runtime.textsearch import Pattern, Searcher, compile_pattern
+from runtime.vfs import Resolved, VirtualFS, WalkEntry
+
+SCOPES = ("name", "content", "both")
+MAX_PAGES_PER_READ = 10_000
+MAX_GLOB_CHARS = 1_000
+
+_ENTRY_TYPES = {
+    "file": "FileEntry",
+    "directory": "DirectoryEntry",
+    "symlink": "SymbolicLinkEntry",
+    "other": "OtherEntry",
+}
+
+# Line breaks exactly as str.splitlines() sees them.
+_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_NEWLINES = re.compile(r"\r\n|\n|\r")
+
+
+def iso_utc(mtime: float) -> str:
+    return datetime.fromtimestamp(int(mtime), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def suffix_of(name: str) -> str:
+    dot = name.rfind(".")
+    return name[dot:] if dot > 0 and dot < len(name) - 1 else ""
+
+
+def glob_to_regex(glob: str) -> re.Pattern:
+    """Translate a glob (see module docstring) to an anchored regex over '/'-paths."""
+    out = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        if c == "*":
+            if glob.startswith("**", i):
+                i += 2
+                if i < n and glob[i] == "/":
+                    i += 1
+                    out.append("(?:.*/)?")
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = i + 1
+            if j < n and glob[j] in "!^":
+                j += 1
+            if j < n and glob[j] == "]":
+                j += 1
+            while j < n and glob[j] != "]":
+                j += 1
+            if j >= n:
+                out.append(re.escape(c))
+            else:
+                body = glob[i + 1:j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                body = body.replace("\\", "\\\\")
+                out.append("(?!/)[" + body + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+class FilesService:
+    def __init__(
+        self,
+        vfs: VirtualFS,
+        store: DocumentStore | None = None,
+        deadline: float | None = None,
+        *,
+        max_entries: int = 10_000,
+        max_grep_results: int = 100,
+        max_pages_per_read: int = MAX_PAGES_PER_READ,
+    ) -> None:
+        self.vfs = vfs
+        self.store = store if store is not None else DocumentStore()
+        self.deadline = deadline  # a time.monotonic() value, or None
+        self.max_entries = max_entries
+        self.max_grep_results = max_grep_results
+        self.max_pages_per_read = max_pages_per_read
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def searcher(self) -> Searcher:
+        return Searcher(self.deadline)
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            from runtime.errors import DeadlineExceeded
+
+            raise DeadlineExceeded("the run's time limit was reached while walking the directory")
+
+    def dispatch(self, op: str, args: dict):
+        from sandbox_worker.protocol import OPS
+
+        if op not in OPS:
+            raise ScriptError(f"unknown operation {op!r}")
+        method = getattr(self, op.replace(".", "_"))
+        return method(**{name: args[name] for name in OPS[op]})
+
+    def _doc(self, path: str) -> Document:
+        res, st = self.vfs.resolve_file(path)
+        return self.store.get(self.vfs, res, st)
+
+    def _file_info(self, vpath: str, name: str, st) -> dict:
+        return {
+            "path": vpath,
+            "name": name,
+            "suffix": suffix_of(name),
+            "size": st.st_size,
+            "modified": iso_utc(st.st_mtime),
+        }
+
+    def _entry(self, e: WalkEntry) -> dict:
+        st = e.lst
+        out = {
+            "@type": _ENTRY_TYPES[e.kind],
+            "type": e.kind,
+            "name": e.name,
+            "path": e.vpath,
+            "size": st.st_size,
+            "lastModified": int(st.st_mtime_ns // 1_000_000),
+            "modified": iso_utc(st.st_mtime),
+        }
+        if e.kind == "symlink":
+            out["target"] = e.link_target
+        return out
+
+    def _too_many(self, what: str, vpath: str) -> LimitError:
+        return LimitError(
+            f"{what} in {vpath} returned more than {self.max_entries} entries; "
+            "narrow it with a glob, a more specific pattern or a subdirectory"
+        )
+
+    def _regular_files(self, dir_res: Resolved, recursive: bool):
+        """(WalkEntry, stat) for regular files (incl. file symlinks staying inside)."""
+        for e in self.vfs.walk(dir_res, recursive, check=self.check_deadline):
+            if e.st is None or e.real is None:
+                continue
+            if e.kind == "file" or (e.kind == "symlink" and e.st.st_mode & 0o170000 == 0o100000):
+                yield e, e.st
+
+    def _resolved_entry(self, e: WalkEntry) -> Resolved:
+        parts = tuple(e.vpath.split("/"))
+        mount = self.vfs.mount_for(parts)
+        return Resolved(parts, e.vpath, mount, e.real, e.real)
+
+    def _content_matches(self, pattern: Pattern, e: WalkEntry, st) -> bool:
+        """Does this file's text contain a match? Text files are tested on their raw bytes
+        when the pattern allows it (no decoding, no pages)."""
+        res = self._resolved_entry(e)
+        doc = self.store.cached(res, st)
+        if doc is None:
+            if st.st_size > self.store.max_bytes:
+                raise self.store._too_big(res.vpath, st.st_size)
+            if not is_pdf_name(e.name) and pattern.literal is not None:
+                data, fst = self.store.read_bytes(self.vfs, res)
+                verdict = pattern.bytes_verdict(data)
+                if verdict is not None:
+                    return verdict
+                doc = self.store.parse(res, data, fst)
+            else:
+                doc = self.store.get(self.vfs, res, st)
+        return self.searcher.text_matches(pattern, doc.text)
+
+    # ------------------------------------------------------------------ dir.*
+
+    def dir_open(self, path: str) -> str:
+        res, _ = self.vfs.resolve_dir(path)
+        return res.vpath
+
+    def dir_files(self, path: str, recursive: bool) -> list[dict]:
+        res, _ = self.vfs.resolve_dir(path)
+        out = []
+        for e, st in self._regular_files(res, recursive):
+            out.append(self._file_info(e.vpath, e.name, st))
+            if len(out) > self.max_entries:
+                raise self._too_many("files()", res.vpath)
+        out.sort(key=lambda f: f["path"])
+        return out
+
+    def dir_search(self, path: str, pattern: str, scope: str, recursive: bool, ignore_case: bool) -> list[dict]:
+        if scope not in SCOPES:
+            raise ScriptError(f"invalid scope {scope!r}: expected one of 'name', 'content', 'both'")
+        pat = compile_pattern(pattern, ignore_case)
+        res, _ = self.vfs.resolve_dir(path)
+        searcher = self.searcher
+        out = []
+        for e, st in self._regular_files(res, recursive):
+            hit = False
+            if scope in ("name", "both"):
+                hit = searcher.search(pat, e.name) is not None or searcher.search(pat, e.rel) is not None
+            if not hit and scope in ("content", "both"):
+                hit = self._content_matches(pat, e, st)
+            if hit:
+                out.append(self._file_info(e.vpath, e.name, st))
+                if len(out) > self.max_entries:
+                    raise self._too_many("search()", res.vpath)
+        out.sort(key=lambda f: f["path"])
+        return out
+
+    def dir_list(self, path: str) -> list[dict]:
+        res, _ = self.vfs.resolve_dir(path)
+        entries = self.vfs.list_dir(res)
+        if len(entries) > self.max_entries:
+            raise self._too_many("list()", res.vpath)
+        return [self._entry(e) for e in entries]
+
+    def _glob(self, glob: str) -> re.Pattern:
+        if not isinstance(glob, str) or not glob:
+            raise ScriptError("a glob must be a non-empty string such as '**/*.md'")
+        if len(glob) > MAX_GLOB_CHARS:
+            raise LimitError(f"glob is too long ({len(glob)} characters, at most {MAX_GLOB_CHARS})")
+        if "\x00" in glob:
+            raise ScriptError("a glob cannot contain a NUL character")
+        return glob_to_regex(glob)
+
+    def dir_find(self, path: str, glob: str) -> list[dict]:
+        rx = self._glob(glob)
+        res, _ = self.vfs.resolve_dir(path)
+        out = []
+        for e in self.vfs.walk(res, True, check=self.check_deadline):
+            if e.kind == "symlink" and e.real is None:
+                continue  # leaves the sandbox: not shown by walks
+            if rx.match(e.rel):
+                out.append(self._entry(e))
+                if len(out) > self.max_entries:
+                    raise self._too_many(f"find({glob!r})", res.vpath)
+        out.sort(key=lambda d: d["path"])
+        return out
+
+    def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool) -> list[dict]:
+        pat = compile_pattern(pattern, ignore_case)
+        rx = self._glob(glob) if glob is not None else None
+        res, _ = self.vfs.resolve_dir(path)
+        files = [(e, st) for e, st in self._regular_files(res, True) if rx is None or rx.match(e.rel)]
+        files.sort(key=lambda f: f[0].vpath)
+        searcher = self.searcher
+        out: list[dict] = []
+        for e, st in files:
+            self.check_deadline()
+            if not self._content_matches(pat, e, st):
+                continue
+            doc = self.store.get(self.vfs, self._resolved_entry(e), st)
+            text = doc.text
+            starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+            lines = doc.lines
+            pos = 0
+            while pos <= len(text):
+                m = searcher.search(pat, text, pos)
+                if m is None:
+                    break
+                idx = bisect.bisect_right(starts, m.start()) - 1
+                if idx >= len(lines):  # a match at the very end, after the last line break
+                    break
+                out.append({"path": e.vpath, "line": idx + 1, "content": lines[idx]})
+                if len(out) >= self.max_grep_results:
+                    return out
+                if idx + 1 >= len(starts):
+                    break
+                pos = starts[idx + 1]
+        return out
+
+    # ------------------------------------------------------------------ file.*
+
+    def file_open(self, path: str) -> dict:
+        res, st = self.vfs.resolve_file(path)
+        name = res.parts[-1]
+        return self._file_info(res.vpath, name, st)
+
+    def file_page_count(self, path: str) -> int:
+        return self._doc(path).page_count
+
+    def _page(self, doc: Document, n) -> str:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ScriptError(f"a page number must be an integer, not {type(n).__name__}")
+        if n < 1 or n > doc.page_count:
+            count = doc.page_count
+            raise ScriptError(
+                f"page {n} is out of range: {doc.vpath} has {count} page{'s' if count != 1 else ''}"
+            )
+        return doc.pages[n - 1]
+
+    def file_read(self, path: str, pages):
+        doc = self._doc(path)
+        if pages is None:
+            return doc.text
+        if isinstance(pages, list):
+            if len(pages) > self.max_pages_per_read:
+                raise LimitError(
+                    f"read() asked for {len(pages)} pages, at most {self.max_pages_per_read} per call"
+                )
+            return [self._page(doc, n) for n in pages]
+        return self._page(doc, pages)
+
+    def file_search(self, path: str, pattern: str, ignore_case: bool) -> list[int]:
+        pat = compile_pattern(pattern, ignore_case)
+        doc = self._doc(path)
+        searcher = self.searcher
+        return [i for i, page in enumerate(doc.pages, start=1) if searcher.text_matches(pat, page)]
+
+    def file_contains(self, path: str, pattern: str, ignore_case: bool) -> bool:
+        pat = compile_pattern(pattern, ignore_case)
+        doc = self._doc(path)
+        searcher = self.searcher
+        return any(searcher.text_matches(pat, page) for page in doc.pages)
+
+    def file_head(self, path: str) -> str:
+        return self._doc(path).pages[0]
+
+    def file_tail(self, path: str) -> str:
+        return self._doc(path).pages[-1]
+
+    def file_snippets(self, path: str, pattern: str, max_results: int, context_chars: int, ignore_case: bool) -> list[str]:
+        if context_chars < 0:
+            raise ScriptError(f"context_chars must be 0 or more, not {context_chars}")
+        pat = compile_pattern(pattern, ignore_case)
+        doc = self._doc(path)
+        if max_results <= 0:
+            return []
+        searcher = self.searcher
+        out: list[str] = []
+        for page_no, page in enumerate(doc.pages, start=1):
+            for m in searcher.finditer(pat, page):
+                start = max(0, m.start() - context_chars)
+                excerpt = _NEWLINES.sub(" ", page[start:m.end() + context_chars]).strip()
+                out.append(f"[page {page_no}] {excerpt}")
+                if len(out) >= max_results:
+                    return out
+        return out
+
+    def file_table(self, path: str, max_items: int) -> str:
+        if max_items < 1:
+            raise ScriptError(f"max_items must be 1 or more, not {max_items}")
+        doc = self._doc(path)
+        toc = doc.toc
+        if not toc:
+            return f"No table of contents detected for {doc.vpath}"
+        return format_toc(toc, max_items)
+
+    def file_lines(self, path: str, offset: int, limit: int) -> str:
+        if offset < 1:
+            raise ScriptError(f"offset must be 1 or more (lines are numbered from 1), not {offset}")
+        if limit < 1:
+            raise ScriptError(f"limit must be 1 or more, not {limit}")
+        lines = self._doc(path).lines
+        chosen = lines[offset - 1: offset - 1 + limit]
+        if not chosen:
+            return ""
+        width = max(3, len(str(offset + len(chosen) - 1)))
+        return "\n".join(
+            f"{n:>{width}}  {line}" if line else f"{n:>{width}}"
+            for n, line in enumerate(chosen, start=offset)
+        )
