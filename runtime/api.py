@@ -1,0 +1,125 @@
+"""The public Python API: run a script from a string, get its output, error and figures.
+
+    from runtime import run_script
+    result = run_script('print(len(Directory("guides").files()))', root="examples/docs")
+    result.exit_code, result.output, result.error, result.figures
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runtime.broker import Broker
+from runtime.files import FilesService
+from runtime.supervisor import Limits, run_worker
+from runtime.vfs import VirtualFS
+from sandbox_worker import protocol
+
+EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+LANGUAGES = {".fdsl": "fdsl"}
+
+
+@dataclass
+class RunResult:
+    """What a run produced. `error` is the formatted, DSL-located message (None on success)."""
+
+    exit_code: int
+    output: str
+    error: str | None = None
+    error_kind: str | None = None
+    error_line: int | None = None
+    error_column: int | None = None
+    figures: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+
+@dataclass(frozen=True)
+class MountSpec:
+    """A host directory shown to the script at a virtual mount point."""
+
+    host_path: Path
+    mount_point: str = "/"
+    writable: bool = False
+
+
+def run_script(
+    source: str,
+    *,
+    root: str | Path | None = ".",
+    mounts: list[MountSpec] | tuple = (),
+    lang: str = "fdsl",
+    filename: str = "<script>",
+    timeout: float = 60.0,
+    memory_mb: int = 256,
+    max_output: int = 1_000_000,
+    on_output=None,
+) -> RunResult:
+    """Transpile `source`, run it in a fresh jailed worker with `root` mounted at `/`.
+
+    Returns the exit code (0 ok, 1 script error, 124 timeout), everything the script printed,
+    the formatted error, and figures: transpile_s, worker_start_s, run_s, wall_s,
+    worker_peak_rss_kib, broker_peak_rss_kib, requests.
+    """
+    import transpiler
+
+    wall_started = time.monotonic()
+    chunks: list[str] = []
+
+    def collect(text: str) -> None:
+        chunks.append(text)
+        if on_output is not None:
+            on_output(text)
+
+    try:
+        emitted = transpiler.compile_script(source, filename=filename, lang=lang)
+    except transpiler.DSLError as exc:
+        return RunResult(
+            exit_code=EXIT_SCRIPT_ERROR,
+            output="",
+            error=transpiler.format_error(exc.kind, exc.message, source, exc.line, exc.col),
+            error_kind=exc.kind,
+            error_line=exc.line,
+            error_column=exc.col,
+            figures={"transpile_s": time.monotonic() - wall_started},
+        )
+    transpiled = time.monotonic()
+
+    mount_table = [(m.mount_point, Path(m.host_path), m.writable) for m in mounts]
+    if root is not None:
+        mount_table.insert(0, ("/", Path(root), False))
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
+    deadline = time.monotonic() + timeout
+    service = FilesService(VirtualFS(mount_table), deadline=deadline)
+    handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS}
+    outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect)
+
+    figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
+    figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
+    figures["wall_s"] = time.monotonic() - wall_started
+    figures["broker_peak_rss_kib"] = peak_rss_kib()
+    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures)
+    if outcome.status == "ok":
+        return result
+
+    error = outcome.error or {"kind": "InternalError", "msg": "the run failed"}
+    line = column = None
+    if error.get("line") is not None:
+        located = emitted.source_map.lookup(error["line"], error.get("col"))
+        if located is not None:
+            line, column = located
+    result.exit_code = EXIT_TIMEOUT if outcome.status == "timeout" else EXIT_SCRIPT_ERROR
+    result.error_kind = error["kind"]
+    result.error_line, result.error_column = line, column
+    result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
+    return result
+
+
+def peak_rss_kib() -> int:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

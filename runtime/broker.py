@@ -1,0 +1,90 @@
+"""The broker: validates each request from the worker and serves it.
+
+The worker is untrusted, so every message is checked against the protocol's op table before
+anything is done: the op must be allowed for this run, the arguments must be exactly the
+listed names with the listed types and within size limits. Anything else is denied.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from runtime.errors import ScriptError
+from sandbox_worker import protocol
+
+MAX_STRING_CHARS = 64 * 1024
+MAX_LIST_ITEMS = 10_000
+
+
+class RequestDenied(Exception):
+    """A request that no correct worker sends: unknown op, wrong arguments, oversized values."""
+
+
+def check_argument(op: str, name: str, kind: str, value) -> None:
+    def deny(expected: str):
+        raise RequestDenied(f"{op}: argument '{name}' must be {expected}")
+
+    if kind in (protocol.STR, protocol.OPT_STR):
+        if value is None and kind == protocol.OPT_STR:
+            return
+        if type(value) is not str:
+            deny("a string")
+        if len(value) > MAX_STRING_CHARS:
+            deny(f"at most {MAX_STRING_CHARS} characters")
+    elif kind == protocol.INT:
+        if type(value) is not int:
+            deny("an integer")
+    elif kind == protocol.BOOL:
+        if type(value) is not bool:
+            deny("a boolean")
+    elif kind == protocol.PAGES:
+        if value is None or type(value) is int:
+            return
+        if type(value) is not list or any(type(item) is not int for item in value):
+            deny("null, an integer or a list of integers")
+        if len(value) > MAX_LIST_ITEMS:
+            deny(f"at most {MAX_LIST_ITEMS} pages")
+    else:
+        raise RequestDenied(f"{op}: argument '{name}' has an unknown kind")
+
+
+def validate_call(message: dict, allowed_ops: frozenset[str]) -> tuple[str, dict]:
+    """Deny a call unless its op is allowed here and its arguments match the op table exactly."""
+    op = message.get("op")
+    args = message.get("a")
+    if type(op) is not str or op not in protocol.OPS:
+        raise RequestDenied(f"unknown op {str(op)[:80]!r}")
+    if op not in allowed_ops:
+        raise RequestDenied(f"op {op!r} is not allowed in this run")
+    if type(args) is not dict:
+        raise RequestDenied(f"{op}: arguments must be an object")
+    spec = protocol.OPS[op]
+    if set(args) != set(spec):
+        missing = sorted(set(spec) - set(args))
+        extra = sorted(set(args) - set(spec))
+        raise RequestDenied(f"{op}: wrong arguments (missing {missing}, unexpected {[str(e)[:40] for e in extra]})")
+    for name, kind in spec.items():
+        check_argument(op, name, kind, args[name])
+    return op, args
+
+
+class Broker:
+    """Turns validated calls into handler calls and handler results or errors into replies."""
+
+    def __init__(self, handlers: dict[str, Callable[..., object]]) -> None:
+        self.handlers = handlers
+        self.allowed_ops = frozenset(handlers)
+        self.requests = 0
+
+    def reply(self, message: dict) -> dict:
+        self.requests += 1
+        try:
+            op, args = validate_call(message, self.allowed_ops)
+        except RequestDenied as exc:
+            return {"t": "err", "kind": "SandboxError", "msg": f"request denied: {exc}"}
+        try:
+            return {"t": "ok", "v": self.handlers[op](**args)}
+        except ScriptError as exc:
+            return {"t": "err", "kind": exc.kind, "msg": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - a bug or an OS error; its text may hold a host path
+            return {"t": "err", "kind": "InternalError", "msg": f"{op} failed ({type(exc).__name__})"}

@@ -1,0 +1,258 @@
+"""The process boundary as one function: `run_worker(code, broker, limits, deadline, on_output)`.
+
+It starts a fresh worker (clean environment, only its three pipes, its own session and
+process group), serves its requests through the broker, enforces the wall-clock deadline,
+the output cap and the memory watch, and always reaps the whole process group. Each way a
+run can end has its own status: ok, error (the script failed), timeout, crash.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+import sandbox_worker
+from runtime.broker import Broker
+from sandbox_worker import protocol
+
+MEMORY_POLL_SECONDS = 0.05
+DIAGNOSTICS_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one run (documented defaults; the CLI and the API expose each)."""
+
+    timeout: float = 60.0  # wall clock, seconds
+    memory_mb: int = 256  # address space of the worker, and its resident size as watched
+    max_output: int = 1_000_000  # bytes of script output
+
+    def worker_limits(self) -> dict:
+        return {
+            "memory_bytes": self.memory_mb << 20,
+            # The wall clock is the real limit; CPU time is a backstop if the broker is stalled.
+            "cpu_seconds": max(1, int(self.timeout) + 2),
+        }
+
+
+@dataclass
+class WorkerResult:
+    status: str  # "ok" | "error" | "timeout" | "crash"
+    error: dict | None = None  # kind, msg and, when the script failed, generated line/col
+    output_bytes: int = 0
+    figures: dict = field(default_factory=dict)
+
+
+def worker_command() -> list[str]:
+    """The worker's command line: isolated mode, no site, only our two import roots."""
+    roots = [str(Path(sandbox_worker.__file__).resolve().parent.parent)]
+    spec = importlib.util.find_spec("RestrictedPython")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("RestrictedPython is not installed")
+    roots.append(str(Path(spec.origin).resolve().parent.parent))
+    bootstrap = f"import sys; sys.path[:0] = {roots!r}; from sandbox_worker.main import main; main()"
+    return [sys.executable, "-I", "-S", "-B", "-c", bootstrap]
+
+
+def kill_group(pid: int) -> None:
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()
+        except OSError:
+            pass
+
+
+def crash_error(wait_status: int, diagnostics: bytes) -> dict:
+    if os.WIFSIGNALED(wait_status):
+        sig = os.WTERMSIG(wait_status)
+        if sig == signal.SIGXCPU:
+            return {"kind": "LimitError", "msg": "CPU time limit exceeded"}
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return {"kind": "InternalError", "msg": f"the worker process crashed ({name})"}
+    code = os.WEXITSTATUS(wait_status)
+    detail = diagnostics.decode("utf-8", "replace").strip().splitlines()
+    tail = f": {detail[-1][:200]}" if detail else ""
+    return {"kind": "InternalError", "msg": f"the worker process exited with status {code} before finishing{tail}"}
+
+
+def run_worker(
+    code: str,
+    broker: Broker,
+    limits: Limits,
+    deadline: float,
+    on_output: Callable[[str], None],
+) -> WorkerResult:
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        worker_command(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={},
+        cwd="/",
+        close_fds=True,
+        start_new_session=True,
+    )
+    pid = proc.pid
+    to_worker, from_worker, diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
+    os.set_blocking(to_worker, False)
+    outbox = bytearray(protocol.encode({"t": "start", "code": code, "limits": limits.worker_limits()}))
+    frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
+    diagnostics = bytearray()
+    result = WorkerResult(status="crash")
+    first_frame_at = None
+    finished = False
+    watcher = psutil.Process(pid)
+    next_memory_check = started
+    memory_limit = limits.memory_mb << 20
+    open_fds = {from_worker, diagnostics_fd}
+
+    poller = select.poll()
+    poller.register(from_worker, select.POLLIN)
+    poller.register(diagnostics_fd, select.POLLIN)
+    poller.register(to_worker, select.POLLOUT)
+
+    def stop(status: str, error: dict | None) -> None:
+        nonlocal finished
+        result.status, result.error = status, error
+        finished = True
+        kill_group(pid)
+
+    try:
+        while not finished and open_fds:
+            now = time.monotonic()
+            if now >= deadline:
+                stop("timeout", {"kind": "TimeoutError", "msg": f"the script did not finish within {limits.timeout:g} s"})
+                break
+            if now >= next_memory_check:
+                next_memory_check = now + MEMORY_POLL_SECONDS
+                try:
+                    if watcher.memory_info().rss > memory_limit:
+                        stop("error", {"kind": "LimitError", "msg": f"memory limit exceeded ({limits.memory_mb} MiB)"})
+                        break
+                except psutil.Error:
+                    pass
+            wait_ms = max(0, min(deadline - now, MEMORY_POLL_SECONDS)) * 1000
+            for fd, event in poller.poll(wait_ms):
+                if fd == to_worker:
+                    if event & (select.POLLERR | select.POLLHUP):
+                        poller.unregister(to_worker)
+                        outbox.clear()
+                        continue
+                    try:
+                        written = os.write(to_worker, outbox)
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:
+                        poller.unregister(to_worker)
+                        outbox.clear()
+                        continue
+                    del outbox[:written]
+                    if not outbox:
+                        poller.modify(to_worker, 0)
+                    continue
+                data = os.read(fd, 1 << 16) if event & (select.POLLIN | select.POLLHUP) else b""
+                if not data:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+                    continue
+                if fd == diagnostics_fd:
+                    diagnostics += data[: max(0, DIAGNOSTICS_BYTES - len(diagnostics))]
+                    continue
+                if first_frame_at is None:
+                    first_frame_at = time.monotonic()
+                try:
+                    messages = frames.feed(data)
+                except protocol.ProtocolError as exc:
+                    stop("crash", {"kind": "InternalError", "msg": f"the worker broke the protocol ({exc}); it was stopped"})
+                    break
+                for message in messages:
+                    kind = message["t"]
+                    if kind == "call":
+                        outbox += protocol.encode(broker.reply(message))
+                        poller.modify(to_worker, select.POLLOUT)
+                    elif kind == "out":
+                        text = message.get("s")
+                        if type(text) is not str:
+                            stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (bad output)"})
+                            break
+                        encoded = text.encode("utf-8", "replace")
+                        room = limits.max_output - result.output_bytes
+                        if len(encoded) > room:
+                            on_output(encoded[:room].decode("utf-8", "ignore"))
+                            result.output_bytes = limits.max_output
+                            stop("error", {"kind": "LimitError", "msg": f"output limit exceeded: the script printed more than {limits.max_output} bytes"})
+                            break
+                        result.output_bytes += len(encoded)
+                        on_output(text)
+                    elif kind == "end":
+                        error = message.get("error")
+                        if message.get("ok") is True:
+                            result.status, result.error = "ok", None
+                        elif isinstance(error, dict):
+                            result.status = "timeout" if error.get("kind") == "TimeoutError" else "error"
+                            result.error = {k: error.get(k) for k in protocol.ERROR_FIELDS}
+                        else:
+                            result.status, result.error = "crash", {"kind": "InternalError", "msg": "malformed end message"}
+                        finished = True
+                        break
+                    else:
+                        stop("crash", {"kind": "InternalError", "msg": f"the worker broke the protocol (message {str(kind)[:40]!r})"})
+                        break
+                if finished:
+                    break
+    finally:
+        wait_status, usage = reap(pid, finished_cleanly=finished and result.status in ("ok", "error"))
+        proc.returncode = wait_status
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    if not finished:
+        result.error = crash_error(wait_status, bytes(diagnostics))
+        result.status = "error" if result.error["kind"] == "LimitError" else "crash"
+    ended = time.monotonic()
+    result.figures = {
+        "worker_start_s": (first_frame_at - started) if first_frame_at else None,
+        "worker_s": ended - started,
+        "worker_peak_rss_kib": usage.ru_maxrss if usage else None,
+        "requests": broker.requests,
+    }
+    return result
+
+
+def reap(pid: int, finished_cleanly: bool):
+    """Wait briefly for a worker that said it was done, kill its whole group, then reap it.
+
+    The group is killed while the worker is still unreaped (a zombie keeps the group id
+    reserved), so the signal can never reach a recycled process group.
+    """
+    if finished_cleanly:
+        limit = time.monotonic() + 1.0
+        while time.monotonic() < limit:
+            try:
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.0005)
+    kill_group(pid)
+    while True:
+        try:
+            _, status, usage = os.wait4(pid, 0)
+            return status, usage
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return 0, None

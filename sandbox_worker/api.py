@@ -1,0 +1,404 @@
+"""The script-facing FilesDSL objects: thin proxies that only send requests to the broker.
+
+They hold virtual paths and plain data, never a host path or a descriptor. Which of their
+attributes a script may touch is decided by `guards.ALLOWED_ATTRIBUTES`, not by Python's
+visibility rules: everything not listed there is unreachable.
+"""
+
+from __future__ import annotations
+
+from sandbox_worker.client import BrokerClient, ScriptFailure
+
+MAX_RANGE_ITEMS = 1_000_000
+TYPE_NAMES = {str: "string", int: "int", bool: "bool", list: "list"}
+
+
+def type_name(value) -> str:
+    """The DSL's name for a value's type, used in every error message."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, FileObject):
+        return "file"
+    if isinstance(value, DirectoryObject):
+        return "directory"
+    if isinstance(value, Record):
+        return value.kind
+    return "value"
+
+
+def quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+def render(value, top: bool = True) -> str:
+    """A value in DSL form: true/false, lists as [1, "a", true], files by virtual path."""
+    if isinstance(value, str):
+        return value if top else quote(value)
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "none"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(render(item, top=False) for item in value) + "]"
+    if isinstance(value, (FileObject, DirectoryObject, Record)):
+        return value.describe()
+    return f"<{type_name(value)}>"
+
+
+def fail(message: str) -> ScriptFailure:
+    return ScriptFailure("RuntimeError", message)
+
+
+def expect(function: str, argument: str, value, *types: type, allow_none: bool = False):
+    """Check one argument's type, naming the DSL call and argument when it is wrong."""
+    if value is None and allow_none:
+        return value
+    ok = any(isinstance(value, t) and not (t is int and isinstance(value, bool)) for t in types)
+    if not ok:
+        wanted = " or ".join(TYPE_NAMES[t] for t in types)
+        raise fail(f"{function}(): {argument} must be {wanted}, not {type_name(value)}")
+    return value
+
+
+def checked(method):
+    """Argument-count errors in the DSL's terms (Python's would count `self`)."""
+    code = method.__code__
+    names = code.co_varnames[1 : code.co_argcount]
+    label = method.__name__
+
+    def call(self, *args, **kwargs):
+        if len(args) > len(names):
+            raise fail(f"{label}() takes at most {len(names)} argument{'s' if len(names) != 1 else ''} ({len(args)} given)")
+        for key in kwargs:
+            if key not in names:
+                allowed = ", ".join(names) if names else "no arguments"
+                raise fail(f"{label}() has no argument '{key}' (it takes: {allowed})")
+        return method(self, *args, **kwargs)
+
+    call.__name__ = label
+    return call
+
+
+class Record:
+    """A read-only bundle of named fields: a listing entry or a grep hit."""
+
+    def __init__(self, kind: str, fields: dict) -> None:
+        self._kind = kind
+        self._fields = fields
+
+    @property
+    def kind(self) -> str:
+        return self._kind
+
+    def field(self, name: str):
+        if name not in self._fields:
+            raise fail(f"{self._kind} has no field '{name}'")
+        return self._fields[name]
+
+    def describe(self) -> str:
+        f = self._fields
+        if self._kind == "match":
+            return f"{f['path']}:{f['line']}: {f['content']}"
+        text = f"{f['type']} {f['path']}"
+        if f["type"] == "symlink":
+            text += f" -> {f.get('target', '')}"
+        elif f["type"] == "file":
+            text += f" ({f['size']} bytes)"
+        return text
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Record) and other._fields == self._fields
+
+    def __hash__(self) -> int:
+        return hash(self.describe())
+
+
+class FileObject:
+    """A file in the sandbox, named by its virtual path."""
+
+    def __init__(self, client: BrokerClient, info: dict) -> None:
+        self._client = client
+        self._info = info
+        self._page_count = None
+
+    # properties
+    @property
+    def path(self) -> str:
+        return self._info["path"]
+
+    @property
+    def name(self) -> str:
+        return self._info["name"]
+
+    @property
+    def suffix(self) -> str:
+        return self._info["suffix"]
+
+    @property
+    def size(self) -> int:
+        return self._info["size"]
+
+    @property
+    def modified(self) -> str:
+        return self._info["modified"]
+
+    @property
+    def page_count(self) -> int:
+        if self._page_count is None:
+            self._page_count = self._client.call("file.page_count", path=self.path)
+        return self._page_count
+
+    # methods
+    @checked
+    def read(self, pages=None):
+        if isinstance(pages, list):
+            for page in pages:
+                expect("read", "each page", page, int)
+        else:
+            expect("read", "pages", pages, int, list, allow_none=True)
+        return self._client.call("file.read", path=self.path, pages=pages)
+
+    @checked
+    def search(self, pattern, ignore_case=False):
+        expect("search", "pattern", pattern, str)
+        expect("search", "ignore_case", ignore_case, bool)
+        return self._client.call("file.search", path=self.path, pattern=pattern, ignore_case=ignore_case)
+
+    @checked
+    def contains(self, pattern, ignore_case=False):
+        expect("contains", "pattern", pattern, str)
+        expect("contains", "ignore_case", ignore_case, bool)
+        return self._client.call("file.contains", path=self.path, pattern=pattern, ignore_case=ignore_case)
+
+    @checked
+    def head(self):
+        return self._client.call("file.head", path=self.path)
+
+    @checked
+    def tail(self):
+        return self._client.call("file.tail", path=self.path)
+
+    @checked
+    def snippets(self, pattern, max_results=5, context_chars=80, ignore_case=False):
+        expect("snippets", "pattern", pattern, str)
+        expect("snippets", "max_results", max_results, int)
+        expect("snippets", "context_chars", context_chars, int)
+        expect("snippets", "ignore_case", ignore_case, bool)
+        return self._client.call(
+            "file.snippets",
+            path=self.path,
+            pattern=pattern,
+            max_results=max_results,
+            context_chars=context_chars,
+            ignore_case=ignore_case,
+        )
+
+    @checked
+    def table(self, max_items=50):
+        expect("table", "max_items", max_items, int)
+        return self._client.call("file.table", path=self.path, max_items=max_items)
+
+    @checked
+    def lines(self, offset=1, limit=2000):
+        expect("lines", "offset", offset, int)
+        expect("lines", "limit", limit, int)
+        return self._client.call("file.lines", path=self.path, offset=offset, limit=limit)
+
+    def describe(self) -> str:
+        return self.path
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, FileObject) and other.path == self.path
+
+    def __lt__(self, other) -> bool:
+        if not isinstance(other, FileObject):
+            raise fail(f"cannot compare file with {type_name(other)}")
+        return self.path < other.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+
+class DirectoryObject:
+    """A directory in the sandbox; iterating it yields its files."""
+
+    def __init__(self, client: BrokerClient, path: str, recursive: bool) -> None:
+        self._client = client
+        self._path = path
+        self._recursive = recursive
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def name(self) -> str:
+        return self._path.rsplit("/", 1)[-1]
+
+    @property
+    def recursive(self) -> bool:
+        return self._recursive
+
+    def _files(self, infos) -> list:
+        return [FileObject(self._client, info) for info in infos]
+
+    def _records(self, kind, rows) -> list:
+        return [Record(kind, row) for row in rows]
+
+    @checked
+    def files(self, recursive=None):
+        expect("files", "recursive", recursive, bool, allow_none=True)
+        recursive = self._recursive if recursive is None else recursive
+        return self._files(self._client.call("dir.files", path=self._path, recursive=recursive))
+
+    @checked
+    def search(self, pattern, scope="name", in_content=False, recursive=None, ignore_case=False):
+        expect("search", "pattern", pattern, str)
+        expect("search", "scope", scope, str)
+        expect("search", "in_content", in_content, bool)
+        expect("search", "recursive", recursive, bool, allow_none=True)
+        expect("search", "ignore_case", ignore_case, bool)
+        if in_content:
+            scope = "content"
+        recursive = self._recursive if recursive is None else recursive
+        infos = self._client.call(
+            "dir.search", path=self._path, pattern=pattern, scope=scope, recursive=recursive, ignore_case=ignore_case
+        )
+        return self._files(infos)
+
+    @checked
+    def list(self):
+        return self._records("entry", self._client.call("dir.list", path=self._path))
+
+    @checked
+    def find(self, glob):
+        expect("find", "glob", glob, str)
+        return self._records("entry", self._client.call("dir.find", path=self._path, glob=glob))
+
+    @checked
+    def grep(self, pattern, glob=None, ignore_case=True):
+        expect("grep", "pattern", pattern, str)
+        expect("grep", "glob", glob, str, allow_none=True)
+        expect("grep", "ignore_case", ignore_case, bool)
+        rows = self._client.call("dir.grep", path=self._path, pattern=pattern, glob=glob, ignore_case=ignore_case)
+        return self._records("match", rows)
+
+    def describe(self) -> str:
+        return self._path
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, DirectoryObject) and other._path == self._path
+
+    def __hash__(self) -> int:
+        return hash(self._path)
+
+
+class Builtins:
+    """The DSL's built-in functions, bound to one broker connection."""
+
+    def __init__(self, client: BrokerClient) -> None:
+        self.client = client
+
+    @checked
+    def Directory(self, path, recursive=True):
+        expect("Directory", "path", path, str)
+        expect("Directory", "recursive", recursive, bool)
+        return DirectoryObject(self.client, self.client.call("dir.open", path=path), recursive)
+
+    @checked
+    def File(self, path):
+        expect("File", "path", path, str)
+        return FileObject(self.client, self.client.call("file.open", path=path))
+
+    def print(self, *values, sep=" ", end="\n"):
+        expect("print", "sep", sep, str)
+        expect("print", "end", end, str)
+        self.client.output(sep.join(render(value) for value in values) + end)
+
+
+def length(value) -> int:
+    if isinstance(value, (str, list)):
+        return len(value)
+    raise fail(f"len() of {type_name(value)} is not defined")
+
+
+def to_string(value="") -> str:
+    return render(value)
+
+
+def to_int(value) -> int:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise fail(f"int(): {quote(value[:50])} is not a number") from None
+    raise fail(f"int() of {type_name(value)} is not defined")
+
+
+def check_list(function: str, values) -> list:
+    if not isinstance(values, list):
+        raise fail(f"{function}() takes a list, not {type_name(values)}")
+    return values
+
+
+def sort(values, reverse=False) -> list:
+    expect("sorted", "reverse", reverse, bool)
+    try:
+        return sorted(check_list("sorted", values), reverse=reverse)
+    except TypeError:
+        kinds = sorted({type_name(v) for v in values})
+        raise fail(f"sorted(): cannot order a list of {' and '.join(kinds)} values") from None
+
+
+def extreme(function, name):
+    def pick(*values):
+        items = values[0] if len(values) == 1 else list(values)
+        items = check_list(name, items)
+        if not items:
+            raise fail(f"{name}() of an empty list")
+        try:
+            return function(items)
+        except TypeError:
+            raise fail(f"{name}(): values of different types cannot be compared") from None
+
+    pick.__name__ = name
+    return pick
+
+
+def total(values) -> int:
+    values = check_list("sum", values)
+    for value in values:
+        expect("sum", "each item", value, int)
+    return sum(values)
+
+
+def absolute(value) -> int:
+    return abs(expect("abs", "value", value, int))
+
+
+def inclusive_range(start, stop) -> list:
+    """The list literal range `[a:b]`: inclusive at both ends, descending when a > b."""
+    expect("range", "start", start, int)
+    expect("range", "end", stop, int)
+    count = abs(stop - start) + 1
+    if count > MAX_RANGE_ITEMS:
+        raise ScriptFailure("LimitError", f"range {start}:{stop} has {count} items (limit {MAX_RANGE_ITEMS})")
+    step = 1 if stop >= start else -1
+    return list(range(start, stop + step, step))

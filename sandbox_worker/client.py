@@ -1,0 +1,43 @@
+"""The worker's end of the pipe: every operation is a request to the broker."""
+
+from __future__ import annotations
+
+from sandbox_worker import protocol
+
+
+class ScriptFailure(Exception):
+    """An error to report to the script's author, with the protocol error kind it travels as."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class BrokerClient:
+    """Synchronous request/reply over two inherited pipe descriptors."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+
+    def receive(self) -> dict:
+        return protocol.read_frame(self.read_fd, protocol.MAX_REPLY_BYTES)
+
+    def call(self, op: str, **args):
+        protocol.write_frame(self.write_fd, {"t": "call", "op": op, "a": args})
+        reply = self.receive()
+        if reply.get("t") == "ok":
+            return reply.get("v")
+        if reply.get("t") == "err":
+            raise ScriptFailure(str(reply.get("kind", "RuntimeError")), str(reply.get("msg", "")))
+        raise ScriptFailure("InternalError", f"unexpected reply from the broker: {reply.get('t')!r}")
+
+    def output(self, text: str) -> None:
+        protocol.write_frame(self.write_fd, {"t": "out", "s": text})
+
+    def end(self, error: dict | None = None) -> None:
+        message = {"t": "end", "ok": error is None}
+        if error is not None:
+            message["error"] = error
+        protocol.write_frame(self.write_fd, message)

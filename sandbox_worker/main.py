@@ -1,0 +1,126 @@
+"""Worker entry point: import, harden, compile the script under RestrictedPython, run it.
+
+The broker starts this in a fresh process with a clean environment and only three
+descriptors: 0 (frames from the broker), 1 (frames to the broker) and 2 (diagnostics of a
+crash). Everything the worker will ever need is imported before it hardens itself; after
+that it cannot open a file, start a process or grow past its limits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import sys
+
+from RestrictedPython import compile_restricted_exec
+
+from sandbox_worker import guards
+from sandbox_worker.client import BrokerClient, ScriptFailure
+
+SCRIPT_FILENAME = "<script>"
+NOBODY = 65534
+
+
+def harden(limits: dict) -> None:
+    """Apply the process limits, then drop root if we have it. Irreversible by design."""
+    os.closerange(3, 1 << 16)
+    setrlimit = resource.setrlimit
+    setrlimit(resource.RLIMIT_CORE, (0, 0))
+    setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file writes
+    setrlimit(resource.RLIMIT_NOFILE, (3, 3))  # no descriptor beyond the three pipes
+    setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new processes (effective once not root)
+    cpu = int(limits["cpu_seconds"])
+    setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    memory = int(limits["memory_bytes"])
+    setrlimit(resource.RLIMIT_AS, (memory, memory))
+    if os.geteuid() == 0 or os.getegid() == 0:
+        os.setgroups([])
+        os.setresgid(NOBODY, NOBODY, NOBODY)
+        os.setresuid(NOBODY, NOBODY, NOBODY)
+
+
+def script_position(tb) -> tuple[int | None, int | None]:
+    """The generated (line, 0-based column) of the innermost script frame of a traceback."""
+    line = column = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == SCRIPT_FILENAME:
+            start_line, _end_line, start_col, _end_col = list(code.co_positions())[tb.tb_lasti // 2]
+            line, column = start_line or tb.tb_lineno, start_col
+        tb = tb.tb_next
+    return line, column
+
+
+PYTHON_TYPE_NAMES = {
+    "str": "string",
+    "NoneType": "none",
+    "FileObject": "file",
+    "DirectoryObject": "directory",
+    "Record": "record",
+    "builtin_function_or_method": "function",
+    "method": "function",
+}
+
+
+def dsl_message(exc: BaseException) -> str:
+    """Python's wording of a type or value error, in the DSL's type names."""
+    text = str(exc)
+    concat = re.match(r'can only concatenate (\w+) \(not "(\w+)"\) to \w+', text)
+    if concat:
+        kinds = [PYTHON_TYPE_NAMES.get(k, k) for k in concat.groups()]
+        return f"cannot add {kinds[1]} to {kinds[0]}"
+    if isinstance(exc, NameError):
+        name = getattr(exc, "name", None)
+        return f"variable '{name}' is not defined at this point" if name else text
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    return re.sub(r"'(\w+)'", lambda m: f"'{PYTHON_TYPE_NAMES.get(m.group(1), m.group(1))}'", text)
+
+
+def classify(exc: BaseException, limits: dict) -> tuple[str, str]:
+    if isinstance(exc, ScriptFailure):
+        return exc.kind, exc.message
+    if isinstance(exc, MemoryError):
+        return "LimitError", f"memory limit exceeded ({int(limits['memory_bytes']) >> 20} MiB)"
+    if isinstance(exc, RecursionError):
+        return "LimitError", "recursion too deep"
+    if isinstance(exc, (TypeError, ValueError, NameError, ZeroDivisionError, IndexError, KeyError, OverflowError)):
+        return "RuntimeError", dsl_message(exc)
+    return "RuntimeError", f"{type(exc).__name__}: {exc}"
+
+
+def run(client: BrokerClient, code: str, limits: dict) -> dict | None:
+    """Compile and execute the generated module; the failure to report, or None."""
+    compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
+    if compiled.errors or compiled.code is None:
+        return {"kind": "InternalError", "msg": "generated code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
+    try:
+        exec(compiled.code, guards.restricted_globals(client))
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
+        kind, message = classify(exc, limits)
+        line, column = script_position(exc.__traceback__)
+        return {"kind": kind, "msg": message, "line": line, "col": column}
+    return None
+
+
+def main() -> None:
+    client = BrokerClient(read_fd=0, write_fd=1)
+    start = client.receive()
+    if start.get("t") != "start":
+        os._exit(3)
+    limits = start["limits"]
+    harden(limits)
+    try:
+        error = run(client, start["code"], limits)
+        client.end(error)
+    except (BrokenPipeError, EOFError):
+        os._exit(4)
+    except MemoryError:
+        client.end({"kind": "LimitError", "msg": "memory limit exceeded"})
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
