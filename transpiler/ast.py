@@ -1,0 +1,250 @@
+"""The FilesDSL abstract syntax tree.
+
+Every node is a frozen dataclass with the 1-based ``line``/``col`` where its construct starts
+(and ``end_line``/``end_col``, exclusive, where it ends). Positions are excluded from equality,
+so two trees compare equal when they mean the same program wherever they were written.
+
+``dump(node)`` prints the compact form used by the table-driven tests, e.g.::
+
+    (Assign target=y value=(Call func=(Attr obj=d name=search) args=("x")))
+
+Names, ints and booleans print bare (``d``, ``1``, ``true``), strings JSON-quoted, tuples in
+parentheses; empty tuples and ``None`` fields are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields
+from typing import Union
+
+__all__ = [
+    "Node", "Expr", "Stmt", "Module",
+    "Name", "Int", "Bool", "Str", "ListExpr", "Range", "BinOp", "UnaryOp", "BoolOp",
+    "Compare", "Call", "Keyword", "Attr", "Index",
+    "Assign", "AugAssign", "ExprStmt", "For", "If", "Elif", "Break", "Continue",
+    "dump", "walk",
+]
+
+
+def _pos() -> int:
+    return field(default=0, kw_only=True, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Node:
+    line: int = _pos()
+    col: int = _pos()
+    end_line: int = _pos()
+    end_col: int = _pos()
+
+
+# ---- expressions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Name(Node):
+    id: str
+
+
+@dataclass(frozen=True)
+class Int(Node):
+    value: int
+
+
+@dataclass(frozen=True)
+class Bool(Node):
+    value: bool
+
+
+@dataclass(frozen=True)
+class Str(Node):
+    value: str  # escapes already applied
+
+
+@dataclass(frozen=True)
+class Range(Node):
+    """``start:stop`` inside a list literal: inclusive, descending when start > stop."""
+
+    start: "Expr"
+    stop: "Expr"
+
+
+@dataclass(frozen=True)
+class ListExpr(Node):
+    items: tuple["Expr | Range", ...]
+
+
+@dataclass(frozen=True)
+class BinOp(Node):
+    op: str  # + - * / %
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class UnaryOp(Node):
+    op: str  # - not
+    operand: "Expr"
+
+
+@dataclass(frozen=True)
+class BoolOp(Node):
+    op: str  # and or
+    left: "Expr"
+    right: "Expr"
+
+
+@dataclass(frozen=True)
+class Compare(Node):
+    """A (possibly chained) comparison: ``left ops[0] comparators[0] ops[1] ...``."""
+
+    left: "Expr"
+    ops: tuple[str, ...]  # == != < <= > >= in "not in"
+    comparators: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Keyword(Node):
+    name: str
+    value: "Expr"
+
+
+@dataclass(frozen=True)
+class Call(Node):
+    func: "Expr"
+    args: tuple["Expr", ...] = ()
+    kwargs: tuple[Keyword, ...] = ()
+
+
+@dataclass(frozen=True)
+class Attr(Node):
+    obj: "Expr"
+    name: str
+    name_line: int = _pos()  # where the attribute name itself is written
+    name_col: int = _pos()
+
+
+@dataclass(frozen=True)
+class Index(Node):
+    obj: "Expr"
+    index: "Expr"
+
+
+Expr = Union[Name, Int, Bool, Str, ListExpr, BinOp, UnaryOp, BoolOp, Compare, Call, Attr, Index]
+
+# ---- statements ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assign(Node):
+    target: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class AugAssign(Node):
+    target: str
+    op: str  # + - * / %
+    value: Expr
+
+
+@dataclass(frozen=True)
+class ExprStmt(Node):
+    value: Expr
+
+
+@dataclass(frozen=True)
+class For(Node):
+    target: str
+    iter: Expr
+    body: tuple["Stmt", ...]
+    target_line: int = _pos()
+    target_col: int = _pos()
+
+
+@dataclass(frozen=True)
+class Elif(Node):
+    test: Expr
+    body: tuple["Stmt", ...]
+
+
+@dataclass(frozen=True)
+class If(Node):
+    test: Expr
+    body: tuple["Stmt", ...]
+    elifs: tuple[Elif, ...] = ()
+    orelse: tuple["Stmt", ...] = ()
+    else_line: int = _pos()  # where ``else`` is written, when there is one
+    else_col: int = _pos()
+
+
+@dataclass(frozen=True)
+class Break(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Node):
+    pass
+
+
+Stmt = Union[Assign, AugAssign, ExprStmt, For, If, Break, Continue]
+
+
+@dataclass(frozen=True)
+class Module(Node):
+    body: tuple[Stmt, ...] = ()
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+_POSITION_FIELDS = frozenset(
+    {"line", "col", "end_line", "end_col", "name_line", "name_col", "target_line", "target_col",
+     "else_line", "else_col"}
+)
+
+
+def _payload(node: Node):
+    for f in fields(node):
+        if f.name not in _POSITION_FIELDS:
+            yield f.name, getattr(node, f.name)
+
+
+def dump(node: object) -> str:
+    """The compact printed form of a node (positions left out)."""
+    if isinstance(node, Name):
+        return node.id
+    if isinstance(node, Bool):
+        return "true" if node.value else "false"
+    if isinstance(node, Int):
+        return str(node.value)
+    if isinstance(node, Str):
+        return json.dumps(node.value)
+    if isinstance(node, str):
+        # identifiers and operators print bare; anything with spaces or brackets is quoted
+        return node if re.fullmatch(r"[^\s()\"]+", node) else json.dumps(node)
+    if isinstance(node, tuple):
+        return "(" + " ".join(dump(x) for x in node) + ")"
+    if isinstance(node, Node):
+        parts = [type(node).__name__]
+        for name, value in _payload(node):
+            if value is None or value == ():
+                continue
+            parts.append(f"{name}={dump(value)}")
+        return "(" + " ".join(parts) + ")"
+    raise TypeError(f"cannot dump {type(node).__name__}")
+
+
+def walk(node: Node):
+    """Yield ``node`` and every node below it, parents first, in source order (no recursion)."""
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(reversed(item))
+        elif isinstance(item, Node):
+            yield item
+            children = [v for _, v in _payload(item) if isinstance(v, (Node, tuple))]
+            stack.extend(reversed(children))
