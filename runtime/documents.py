@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from runtime.errors import LimitError, ScriptError
-from runtime.vfs import Resolved, VirtualFS
+from runtime.vfs import Resolved, VirtualFS, WalkEntry
 
 LINES_PER_PAGE = 80
 DEFAULT_MAX_DOCUMENT_BYTES = 64 << 20
@@ -213,41 +213,57 @@ class DocumentStore:
         self._cache: dict[str, tuple[tuple[int, int], Document]] = {}
         self.parse_count = 0
 
-    def _too_big(self, vpath: str, size: int) -> LimitError:
+    def too_big(self, vpath: str, size: int) -> LimitError:
         return LimitError(f"{vpath} is {size} bytes, over the limit of {self.max_bytes} bytes per document")
 
-    def read_bytes(self, vfs: VirtualFS, res: Resolved) -> tuple[bytes, os.stat_result]:
-        try:
-            return vfs.read_bytes(res, self.max_bytes)
-        except OverflowError as exc:
-            raise self._too_big(res.vpath, int(exc.args[0])) from None
-
-    def cached(self, res: Resolved, st: os.stat_result) -> Document | None:
-        hit = self._cache.get(res.real)
+    def cached(self, real: str, vpath: str, st: os.stat_result) -> Document | None:
+        hit = self._cache.get(real)
         if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size):
             doc = hit[1]
-            if doc.vpath != res.vpath:  # same file reached by another virtual path
-                doc = Document(res.vpath, doc.kind, doc.pages, doc.text, doc.outline, doc._lines)
+            if doc.vpath != vpath:  # the same file reached by another virtual path
+                doc = Document(vpath, doc.kind, doc.pages, doc.text, doc.outline, doc._lines)
             return doc
         return None
 
     def get(self, vfs: VirtualFS, res: Resolved, st: os.stat_result | None = None) -> Document:
+        """The document at a resolved path (parsed at most once while unchanged)."""
         if st is None:
             st = vfs.stat(res)
-        doc = self.cached(res, st)
+        doc = self.cached(res.real, res.vpath, st)
         if doc is not None:
             return doc
         if st.st_size > self.max_bytes:
-            raise self._too_big(res.vpath, st.st_size)
-        data, fst = self.read_bytes(vfs, res)
-        return self.parse(res, data, fst)
+            raise self.too_big(res.vpath, st.st_size)
+        try:
+            data, fst = vfs.read_bytes(res, self.max_bytes)
+        except OverflowError as exc:
+            raise self.too_big(res.vpath, int(exc.args[0])) from None
+        return self.parse(res.vpath, res.real, data, fst)
 
-    def parse(self, res: Resolved, data: bytes, st: os.stat_result) -> Document:
-        """Parse bytes just read (by a search fast path or `get`) and cache the result."""
+    def read_entry(self, vfs: VirtualFS, entry: WalkEntry) -> bytes:
+        """Raw bytes of a file met in a walk, under the size limit (not parsed, not cached)."""
+        if entry.st.st_size > self.max_bytes:
+            raise self.too_big(entry.vpath, entry.st.st_size)
+        try:
+            return vfs.read_entry(entry, self.max_bytes)
+        except OverflowError as exc:
+            raise self.too_big(entry.vpath, int(exc.args[0])) from None
+
+    def get_entry(self, vfs: VirtualFS, entry: WalkEntry, data: bytes | None = None) -> Document:
+        """The document of a file met in a walk; `data` is its bytes when already read."""
+        doc = self.cached(entry.real, entry.vpath, entry.st)
+        if doc is not None:
+            return doc
+        if data is None:
+            data = self.read_entry(vfs, entry)
+        return self.parse(entry.vpath, entry.real, data, entry.st)
+
+    def parse(self, vpath: str, real: str, data: bytes, st: os.stat_result) -> Document:
+        """Parse bytes just read and cache the result under (mtime_ns, size) of `st`."""
         self.parse_count += 1
-        if is_pdf_name(res.parts[-1] if res.parts else ""):
-            doc = parse_pdf(res.vpath, data)
+        if is_pdf_name(vpath):
+            doc = parse_pdf(vpath, data)
         else:
-            doc = parse_text(res.vpath, data)
-        self._cache[res.real] = ((st.st_mtime_ns, st.st_size), doc)
+            doc = parse_text(vpath, data)
+        self._cache[real] = ((st.st_mtime_ns, st.st_size), doc)
         return doc

@@ -38,7 +38,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from runtime.documents import DocumentStore, Document, format_toc, is_pdf_name
+from runtime.documents import DocumentStore, Document, decode_text, format_toc, is_pdf_name
 from runtime.errors import LimitError, ScriptError
 from runtime.textsearch import Pattern, Searcher, compile_pattern
 from runtime.vfs import Resolved, VirtualFS, WalkEntry
@@ -60,7 +60,10 @@ _NEWLINES = re.compile(r"\r\n|\n|\r")
 
 
 def iso_utc(mtime: float) -> str:
-    return datetime.fromtimestamp(int(mtime), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(mtime)))
+    except (OverflowError, OSError, ValueError):
+        return datetime.fromtimestamp(0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def suffix_of(name: str) -> str:
@@ -189,28 +192,21 @@ class FilesService:
             if e.kind == "file" or (e.kind == "symlink" and e.st.st_mode & 0o170000 == 0o100000):
                 yield e, e.st
 
-    def _resolved_entry(self, e: WalkEntry) -> Resolved:
-        parts = tuple(e.vpath.split("/"))
-        mount = self.vfs.mount_for(parts)
-        return Resolved(parts, e.vpath, mount, e.real, e.real)
-
-    def _content_matches(self, pattern: Pattern, e: WalkEntry, st) -> bool:
-        """Does this file's text contain a match? Text files are tested on their raw bytes
-        when the pattern allows it (no decoding, no pages)."""
-        res = self._resolved_entry(e)
-        doc = self.store.cached(res, st)
-        if doc is None:
-            if st.st_size > self.store.max_bytes:
-                raise self.store._too_big(res.vpath, st.st_size)
-            if not is_pdf_name(e.name) and pattern.literal is not None:
-                data, fst = self.store.read_bytes(self.vfs, res)
-                verdict = pattern.bytes_verdict(data)
-                if verdict is not None:
-                    return verdict
-                doc = self.store.parse(res, data, fst)
-            else:
-                doc = self.store.get(self.vfs, res, st)
-        return self.searcher.text_matches(pattern, doc.text)
+    def _content_matches(self, pattern: Pattern, e: WalkEntry, searcher: Searcher) -> bool:
+        """Does this file's text contain a match? A text file not parsed yet is tested on its
+        raw bytes when the pattern allows it, else on its decoded text: no pages are built
+        and nothing is cached just to know whether a file matches."""
+        doc = self.store.cached(e.real, e.vpath, e.st)
+        if doc is not None:
+            return searcher.text_matches(pattern, doc.text)
+        if is_pdf_name(e.name):
+            return searcher.text_matches(pattern, self.store.get_entry(self.vfs, e).text)
+        data = self.store.read_entry(self.vfs, e)
+        if pattern.literal is not None:
+            verdict = pattern.bytes_verdict(data)
+            if verdict is not None:
+                return verdict
+        return searcher.text_matches(pattern, decode_text(data))
 
     # ------------------------------------------------------------------ dir.*
 
@@ -240,7 +236,7 @@ class FilesService:
             if scope in ("name", "both"):
                 hit = searcher.search(pat, e.name) is not None or searcher.search(pat, e.rel) is not None
             if not hit and scope in ("content", "both"):
-                hit = self._content_matches(pat, e, st)
+                hit = self._content_matches(pat, e, searcher)
             if hit:
                 out.append(self._file_info(e.vpath, e.name, st))
                 if len(out) > self.max_entries:
@@ -288,9 +284,9 @@ class FilesService:
         out: list[dict] = []
         for e, st in files:
             self.check_deadline()
-            if not self._content_matches(pat, e, st):
+            if not self._content_matches(pat, e, searcher):
                 continue
-            doc = self.store.get(self.vfs, self._resolved_entry(e), st)
+            doc = self.store.get_entry(self.vfs, e)
             text = doc.text
             starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
             lines = doc.lines

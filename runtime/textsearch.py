@@ -30,7 +30,7 @@ _TIMEOUT_MESSAGE = "regex search exceeded the run's time limit"
 
 
 class Pattern:
-    __slots__ = ("source", "ignore_case", "compiled", "literal", "_lit_bytes", "_lit_lower", "_special")
+    __slots__ = ("source", "ignore_case", "compiled", "literal", "_lit_bytes", "_lit_ci", "_special")
 
     def __init__(self, source: str, ignore_case: bool, compiled) -> None:
         self.source = source
@@ -39,7 +39,12 @@ class Pattern:
         lit = source if source and not (_METACHARS & set(source)) else None
         self.literal = lit
         self._lit_bytes = lit.encode("utf-8") if lit is not None else b""
-        self._lit_lower = lit.lower().encode("ascii") if lit is not None and lit.isascii() else None
+        # A bytes pattern's IGNORECASE is ASCII-only: exactly "an ASCII-only match exists".
+        self._lit_ci = (
+            regex.compile(regex.escape(self._lit_bytes), regex.IGNORECASE)
+            if lit is not None and ignore_case and lit.isascii()
+            else None
+        )
         self._special = lit is not None and bool(_SPECIAL_FOLDS & set(lit.lower()))
 
     def bytes_verdict(self, data: bytes) -> bool | None:
@@ -49,8 +54,8 @@ class Pattern:
         Valid because Python's UTF-8 decoder with errors="replace" maps every valid sequence
         to itself and only replaces invalid bytes: a literal that contains neither U+FFFD nor
         U+FEFF occurs in the decoded text iff its UTF-8 bytes occur in the raw bytes (UTF-16
-        files are excluded). Case-insensitively, an ASCII literal is found in `data.lower()`
-        (which lowers ASCII bytes only) iff there is an ASCII-only match; the only non-ASCII
+        files are excluded). Case-insensitively, an ASCII literal found by a bytes regex
+        (whose IGNORECASE is ASCII-only) is a match; the only non-ASCII
         characters IGNORECASE equates with ASCII letters are for i, k and s, so a miss is
         final unless the literal has one of those and the data is not pure ASCII.
         """
@@ -61,9 +66,9 @@ class Pattern:
             return None
         if not self.ignore_case:
             return self._lit_bytes in data
-        if self._lit_lower is None:
+        if self._lit_ci is None:
             return None
-        if self._lit_lower in data.lower():
+        if self._lit_ci.search(data) is not None:
             return True
         if self._special and not data.isascii():
             return None

@@ -32,7 +32,9 @@ No host path ever appears in a return value or an error message of this module.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import stat as statmod
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,8 @@ from typing import Iterator
 from runtime.errors import PathNotInSandboxError, ScriptError
 
 MAX_PATH_CHARS = 4096
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ class Resolved:
     real: str  # realpath of `host`, inside mount.host
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class WalkEntry:
     """One entry met while listing or walking a directory."""
 
@@ -131,9 +135,9 @@ class VirtualFS:
             raise ScriptError(f"a path must be a string, not {type(path).__name__}")
         if len(path) > MAX_PATH_CHARS:
             raise ScriptError(f"path is too long ({len(path)} characters, at most {MAX_PATH_CHARS})")
-        for ch in path:
-            if ord(ch) < 0x20 or ord(ch) == 0x7F:
-                raise ScriptError(f"path {path!r} contains a control character ({ch!r})")
+        bad = _CONTROL.search(path)
+        if bad:
+            raise ScriptError(f"path {path!r} contains a control character ({bad.group()!r})")
         parts: list[str] = []
         for comp in path.split("/"):
             if comp in ("", "."):
@@ -209,15 +213,9 @@ class VirtualFS:
         return res, st
 
     def read_bytes(self, res: Resolved, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
-        """Read a regular file by its resolved real path. LimitError is the caller's job:
-        pass max_bytes and get a ScriptError-free (data, st); oversize raises OverflowError."""
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-        try:
-            fd = os.open(res.real, flags)
-        except FileNotFoundError:
-            raise ScriptError(f"no such file: {res.vpath}") from None
-        except OSError as exc:
-            raise ScriptError(f"cannot open {res.vpath}: {exc.strerror or 'error'}") from None
+        """Read a regular file by its resolved real path (O_NOFOLLOW|O_NONBLOCK, fstat'ed).
+        A file larger than max_bytes raises OverflowError(size): the caller owns the limit."""
+        fd = self._open(res.real, res.vpath)
         try:
             st = os.fstat(fd)
             if statmod.S_ISDIR(st.st_mode):
@@ -226,23 +224,51 @@ class VirtualFS:
                 raise ScriptError(f"{res.vpath} is not a regular file")
             if max_bytes is not None and st.st_size > max_bytes:
                 raise OverflowError(st.st_size)
-            chunks = []
-            remaining = st.st_size + 1  # notice growth, but stay bounded
-            limit = max_bytes if max_bytes is not None else None
-            total = 0
-            while True:
-                chunk = os.read(fd, max(remaining, 1 << 16))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if limit is not None and total > limit:
-                    raise OverflowError(total)
-            return b"".join(chunks), st
-        except OSError as exc:
-            raise ScriptError(f"cannot read {res.vpath}: {exc.strerror or 'error'}") from None
+            return self._read_fd(fd, st.st_size, max_bytes, res.vpath), st
         finally:
             os.close(fd)
+
+    def read_entry(self, entry: WalkEntry, max_bytes: int | None = None) -> bytes:
+        """Read a regular file met in a walk (its stat is known: no fstat). A file swapped
+        for a directory or a FIFO since the walk fails or reads nothing; never blocks."""
+        assert entry.real is not None and entry.st is not None
+        fd = self._open(entry.real, entry.vpath)
+        try:
+            return self._read_fd(fd, entry.st.st_size, max_bytes, entry.vpath)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _open(real: str, vpath: str) -> int:
+        try:
+            return os.open(real, _OPEN_FLAGS)
+        except FileNotFoundError:
+            raise ScriptError(f"no such file: {vpath}") from None
+        except OSError as exc:
+            raise ScriptError(f"cannot open {vpath}: {exc.strerror or 'error'}") from None
+
+    @staticmethod
+    def _read_fd(fd: int, size_hint: int, max_bytes: int | None, vpath: str) -> bytes:
+        try:
+            data = os.read(fd, size_hint + 1)
+            if len(data) <= size_hint:
+                return data  # EOF reached (the common case: one read)
+            chunks = [data]
+            total = len(data)
+            while True:  # the file grew: keep reading, bounded by max_bytes
+                if max_bytes is not None and total > max_bytes:
+                    raise OverflowError(total)
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                total += len(chunk)
+        except BlockingIOError:
+            return b""
+        except OSError as exc:
+            if exc.errno == errno.EISDIR:
+                raise ScriptError(f"{vpath} is a directory, not a file") from None
+            raise ScriptError(f"cannot read {vpath}: {exc.strerror or 'error'}") from None
 
     # ----------------------------------------------------------------- listings
 
@@ -271,6 +297,9 @@ class VirtualFS:
               parts: tuple[str, ...]) -> Iterator[WalkEntry]:
         entries: list[WalkEntry] = []
         child_mounts = self._child_mounts(parts)
+        vprefix = "/".join(parts) + "/" if parts else ""
+        rel_parts = parts[len(base_parts):]
+        rprefix = "/".join(rel_parts) + "/" if rel_parts else ""
         try:
             it = os.scandir(real_dir)
         except OSError:
@@ -281,20 +310,17 @@ class VirtualFS:
                     name = de.name
                     if name in child_mounts:
                         continue  # shadowed by a mount
-                    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+                    if _CONTROL.search(name):
                         continue  # not addressable by a script path
                     try:
                         lst = de.stat(follow_symlinks=False)
                     except OSError:
                         continue
                     kind = _kind_of(lst.st_mode)
-                    vparts = parts + (name,)
-                    rel = "/".join(vparts[len(base_parts):])
-                    host_entry = os.path.join(real_dir, name)
-                    st: os.stat_result | None = None
-                    real: str | None = None
+                    host_entry = de.path
                     target = None
                     if kind == "symlink":
+                        st: os.stat_result | None = None
                         real, target = self._link_target(mount, host_entry)
                         if real is not None:
                             try:
@@ -303,15 +329,13 @@ class VirtualFS:
                                 st = None
                     else:
                         st, real = lst, host_entry
-                    entries.append(WalkEntry(to_virtual(vparts), rel, name, kind, lst, st, real, target))
+                    entries.append(WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target))
         for name, m in child_mounts.items():
             try:
                 lst = os.stat(m.host)
             except OSError:
                 continue
-            vparts = parts + (name,)
-            entries.append(WalkEntry(to_virtual(vparts), "/".join(vparts[len(base_parts):]), name,
-                                     "directory", lst, lst, m.host, None))
+            entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, m.host, None))
         entries.sort(key=lambda e: e.name)
         return iter(entries)
 

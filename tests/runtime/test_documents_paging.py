@@ -141,12 +141,14 @@ def test_each_file_is_parsed_once_per_run(svc, root):
     assert svc.store.parse_count == 2
 
 
-def test_literal_content_search_does_not_parse(svc, root):
+def test_content_search_does_not_parse(svc, root):
     for i in range(20):
         (root / "data" / f"f{i}.txt").write_text(f"file {i}\n")
     hits = svc.dir_search("data", "file 7", "content", True, False)
     assert [h["path"] for h in hits] == ["data/f7.txt"]
-    assert svc.store.parse_count == 0
+    hits = svc.dir_search("data", "FILE 1[0-9]", "content", True, True)
+    assert [h["path"] for h in hits] == [f"data/f{i}.txt" for i in range(10, 20)]
+    assert svc.store.parse_count == 0  # no pages built just to know whether a file matches
 
 
 # ------------------------------------------------------------------------- PDF
