@@ -147,6 +147,9 @@ class FilesService:
 
         if op not in OPS:
             raise ScriptError(f"unknown operation {op!r}")
+        missing = [name for name in OPS[op] if name not in args]
+        if missing:
+            raise ScriptError(f"{op} is missing the argument {missing[0]!r}")
         method = getattr(self, op.replace(".", "_"))
         return method(**{name: args[name] for name in OPS[op]})
 
