@@ -16,7 +16,9 @@ error ("unexpected character U+000D").
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
 import threading
 import unicodedata
 from importlib import resources
@@ -29,12 +31,47 @@ from . import ast
 from .errors import DSLError
 from .surface import RESERVED_WORDS
 
-__all__ = ["parse", "prescan", "MAX_SOURCE_BYTES", "MAX_NESTING", "MAX_EXPR_DEPTH"]
+__all__ = ["parse", "prescan", "deep_stack", "MAX_SOURCE_BYTES", "MAX_NESTING", "MAX_BLOCKS",
+           "MAX_EXPR_DEPTH", "MAX_TOKENS"]
 
 MAX_SOURCE_BYTES = 1 << 20  # 1 MiB
-MAX_NESTING = 100  # brackets, and blocks, each
+MAX_NESTING = 100  # brackets nested inside each other
+# Blocks nested inside each other. Python itself refuses 100 indentation levels ("too many
+# levels of indentation"), and every level costs stack in libcst and RestrictedPython, so
+# FilesDSL allows 50 (agent scripts rarely nest more than 5).
+MAX_BLOCKS = 50
 MAX_EXPR_DEPTH = 100  # operators nested inside one expression (e.g. a 1+1+...+1 chain)
+# Tokens in a script. Parsing and libcst code generation cost ~0.1 ms per token, so this
+# bounds the work a hostile script can cause before it runs (a 5000-line script fits).
+MAX_TOKENS = 50_000
 MAX_INT_DIGITS = 4000  # Python refuses to convert longer decimal strings
+
+# The recursive phases (lark's Transformer, libcst's code generation and metadata) need about
+# 15 frames per block level and 4-6 per expression level; with the limits above the deepest
+# valid script needs ~1100 frames. ``deep_stack`` raises the interpreter's recursion limit
+# for the duration of a compilation (and puts it back when the last one finishes).
+_STACK_HEADROOM = 3000
+_stack_lock = threading.Lock()
+_stack_users = 0
+_stack_saved = 0
+
+
+@contextlib.contextmanager
+def deep_stack():
+    global _stack_users, _stack_saved
+    with _stack_lock:
+        if _stack_users == 0:
+            _stack_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_stack_saved, _STACK_HEADROOM + 1000))
+        _stack_users += 1
+    try:
+        yield
+    finally:
+        with _stack_lock:
+            _stack_users -= 1
+            if _stack_users == 0:
+                sys.setrecursionlimit(_stack_saved)
+
 
 # ---- step 1: pre-scan ------------------------------------------------------------------------
 
@@ -63,7 +100,11 @@ def _check_text(text: str, line: int, start_col: int) -> None:
 
 
 def prescan(
-    source: str, *, max_bytes: int = MAX_SOURCE_BYTES, max_nesting: int = MAX_NESTING
+    source: str,
+    *,
+    max_bytes: int = MAX_SOURCE_BYTES,
+    max_nesting: int = MAX_NESTING,
+    max_blocks: int = MAX_BLOCKS,
 ) -> str:
     """Check the raw text; return it normalised for lark (no BOM, ``\\n`` line ends, final
     newline). Raises ``DSLError`` on the first problem found, scanning in source order."""
@@ -93,8 +134,10 @@ def prescan(
                 seen_code = True
                 if width > indents[-1]:
                     indents.append(width)
-                    if len(indents) - 1 > max_nesting:
-                        raise DSLError(f"nesting too deep (limit {max_nesting})", lineno, width + 1)
+                    if len(indents) - 1 > max_blocks:
+                        raise DSLError(
+                            f"blocks nested too deep (limit {max_blocks})", lineno, width + 1
+                        )
                 else:
                     while width < indents[-1]:
                         indents.pop()
@@ -158,12 +201,19 @@ class _FdslIndenter(Indenter):
     DEDENT_type = "_DEDENT"
     tab_len = 8  # never used: the pre-scan refuses tabs in indentation
 
+    max_tokens = MAX_TOKENS  # set per parse, under the parser lock
+
     def process(self, stream):
-        return super().process(self._check_names(stream))
+        return super().process(self._check_tokens(stream, self.max_tokens))
 
     @staticmethod
-    def _check_names(stream):
+    def _check_tokens(stream, limit):
+        count = 0
         for tok in stream:
+            count += 1
+            if count > limit:
+                raise DSLError(f"script is too long (more than {limit} tokens)",
+                               tok.line, tok.column)
             if tok.type == "NAME":
                 _check_name(tok)
             yield tok
@@ -281,7 +331,7 @@ def _lark_error(e: UnexpectedInput, text: str) -> DSLError:
 
 _EXPR_RULES = frozenset(
     {"or_op", "and_op", "not_op", "compare", "add", "sub", "mul", "div", "mod", "neg", "call",
-     "attr", "index", "list", "range", "arguments", "kwarg"}
+     "attr", "index", "list"}
 )
 
 
@@ -470,15 +520,20 @@ def parse(
     *,
     max_bytes: int = MAX_SOURCE_BYTES,
     max_nesting: int = MAX_NESTING,
+    max_blocks: int = MAX_BLOCKS,
     max_expr_depth: int = MAX_EXPR_DEPTH,
+    max_tokens: int = MAX_TOKENS,
 ) -> ast.Module:
     """Parse FilesDSL source into an ``ast.Module``; raise ``DSLError`` (kind SyntaxError)."""
-    text = prescan(source, max_bytes=max_bytes, max_nesting=max_nesting)
+    text = prescan(source, max_bytes=max_bytes, max_nesting=max_nesting, max_blocks=max_blocks)
     try:
         with _lark_lock:  # the Indenter post-lexer keeps per-parse state
-            tree = _get_lark().parse(text)
+            parser = _get_lark()
+            parser.options.postlex.max_tokens = max_tokens
+            tree = parser.parse(text)
         _check_depth(tree, max_expr_depth)
-        return _TRANSFORMER.transform(tree)
+        with deep_stack():
+            return _TRANSFORMER.transform(tree)
     except DSLError:
         raise
     except VisitError as e:

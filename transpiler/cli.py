@@ -1,0 +1,64 @@
+"""``fdslc SCRIPT [--emit | --check] [-o FILE]``: transpile a FilesDSL script.
+
+Exit codes: 0 success, 1 script error (formatted on stderr), 2 usage error (bad arguments, or
+the script cannot be read). Never prints a Python traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import compile_script
+from .errors import DSLError
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="fdslc", description="Transpile a FilesDSL script to RestrictedPython-ready Python."
+    )
+    p.add_argument("script", help="the .fdsl script to transpile")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--emit", action="store_true", help="print the generated Python (default)")
+    mode.add_argument("--check", action="store_true", help="only validate; print 'ok'")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the generated Python to FILE")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)  # exits with status 2 on a usage error
+    try:
+        with open(args.script, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        print(f"fdslc: cannot read {args.script}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        print(f"SyntaxError: the script is not valid UTF-8 (byte {e.start})\n"
+              f"  at line {line}", file=sys.stderr)
+        return 1
+    try:
+        emitted = compile_script(source, filename=args.script)
+    except DSLError as e:
+        print(e.format(source), file=sys.stderr)
+        return 1
+    if args.check:
+        print("ok")
+        return 0
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(emitted.python)
+        except OSError as e:
+            print(f"fdslc: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+            return 2
+        return 0
+    sys.stdout.write(emitted.python)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
