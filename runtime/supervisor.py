@@ -91,6 +91,7 @@ def run_worker(
     limits: Limits,
     deadline: float,
     on_output: Callable[[str], None],
+    mode: str = "restricted",
 ) -> WorkerResult:
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -106,7 +107,7 @@ def run_worker(
     pid = proc.pid
     to_worker, from_worker, diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
     os.set_blocking(to_worker, False)
-    outbox = bytearray(protocol.encode({"t": "start", "code": code, "limits": limits.worker_limits()}))
+    outbox = bytearray(protocol.encode({"t": "start", "code": code, "mode": mode, "limits": limits.worker_limits()}))
     frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
     diagnostics = bytearray()
     result = WorkerResult(status="crash")

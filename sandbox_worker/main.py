@@ -90,13 +90,25 @@ def classify(exc: BaseException, limits: dict) -> tuple[str, str]:
     return "RuntimeError", f"{type(exc).__name__}: {exc}"
 
 
-def run(client: BrokerClient, code: str, limits: dict) -> dict | None:
-    """Compile and execute the generated module; the failure to report, or None."""
-    compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
-    if compiled.errors or compiled.code is None:
-        return {"kind": "InternalError", "msg": "generated code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
+def run(client: BrokerClient, code: str, limits: dict, mode: str) -> dict | None:
+    """Compile and execute the module; the failure to report, or None.
+
+    mode "restricted" is every script's. Mode "os" runs plain Python with full builtins, so
+    tests and audits can attack the process layer alone (the broker chooses it, never a script).
+    """
+    if mode == "os":
+        try:
+            code_object = compile(code, SCRIPT_FILENAME, "exec")
+        except SyntaxError as exc:
+            return {"kind": "RuntimeError", "msg": f"SyntaxError: {exc.msg}", "line": exc.lineno, "col": exc.offset}
+        namespace = {"__builtins__": __builtins__, "broker": client}
+    else:
+        compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
+        if compiled.errors or compiled.code is None:
+            return {"kind": "InternalError", "msg": "code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
+        code_object, namespace = compiled.code, guards.restricted_globals(client)
     try:
-        exec(compiled.code, guards.restricted_globals(client))
+        exec(code_object, namespace)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
         kind, message = classify(exc, limits)
         line, column = script_position(exc.__traceback__)
@@ -112,7 +124,7 @@ def main() -> None:
     limits = start["limits"]
     harden(limits)
     try:
-        error = run(client, start["code"], limits)
+        error = run(client, start["code"], limits, start.get("mode", "restricted"))
         client.end(error)
     except (BrokenPipeError, EOFError):
         os._exit(4)

@@ -1,0 +1,46 @@
+"""Shared fixtures: a small sandbox root with a canary file placed beside it (outside)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+CANARY = "CANARY-7f3a-do-not-leak"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path):
+    """(root, canary_path): root holds data/, the canary lives beside root, outside it."""
+    root = tmp_path / "root"
+    (root / "data" / "sub").mkdir(parents=True)
+    (root / "data" / "a.txt").write_text("alpha\nlanguage model\n" + "filler\n" * 100)
+    (root / "data" / "b.md").write_text("# Title\n\n## Part one\ntext\n")
+    (root / "data" / "sub" / "c.txt").write_text("gamma\n")
+    canary = tmp_path / "canary.txt"
+    canary.write_text(CANARY)
+    return root, canary
+
+
+@pytest.fixture
+def run_worker_code(sandbox):
+    """Run already-generated Python in a real worker against the sandbox root (no transpiler)."""
+    from runtime.broker import Broker
+    from runtime.files import FilesService
+    from runtime.supervisor import Limits, run_worker
+    from runtime.vfs import VirtualFS
+    from sandbox_worker import protocol
+
+    root, _ = sandbox
+
+    def run(code: str, mode: str = "restricted", timeout: float = 10.0, memory_mb: int = 256, max_output: int = 100_000):
+        deadline = time.monotonic() + timeout
+        service = FilesService(VirtualFS([("/", root, False)]), deadline=deadline)
+        handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS}
+        output: list[str] = []
+        limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
+        result = run_worker(code, Broker(handlers), limits, deadline, output.append, mode=mode)
+        return result, "".join(output)
+
+    return run

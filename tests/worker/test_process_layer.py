@@ -1,0 +1,119 @@
+"""Layer 3 alone: plain Python (no transpiler, no RestrictedPython) in the hardened worker.
+
+The worker runs in mode "os": full builtins, any module already imported. What stops each
+attack here is the process itself: rlimits, the clean environment, the dropped uid.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tests.conftest import CANARY
+
+
+def test_cant_open_a_file(run_worker_code, sandbox):
+    _, canary = sandbox
+    result, output = run_worker_code(f"print(open({str(canary)!r}).read())", mode="os")
+    assert result.status == "error"
+    assert CANARY not in output
+    assert "OSError" in result.error["msg"] or "Error" in result.error["msg"]
+
+
+def test_cant_open_with_os_open(run_worker_code, sandbox):
+    _, canary = sandbox
+    code = f"import os\nfd = os.open({str(canary)!r}, os.O_RDONLY)\nbroker.output(os.read(fd, 100).decode())"
+    result, output = run_worker_code(code, mode="os")
+    assert result.status == "error"
+    assert "Too many open files" in result.error["msg"]
+    assert CANARY not in output
+
+
+def test_cant_write_a_file(run_worker_code, tmp_path):
+    target = tmp_path / "written.txt"
+    result, _ = run_worker_code(f"open({str(target)!r}, 'w').write('x')", mode="os")
+    assert result.status == "error"
+    assert not target.exists()
+
+
+def test_cant_fork(run_worker_code):
+    result, _ = run_worker_code("import os\nos.fork()", mode="os")
+    assert result.status == "error"
+    assert "BlockingIOError" in result.error["msg"] or "Resource temporarily unavailable" in result.error["msg"]
+
+
+def test_cant_see_environment_variables(run_worker_code, monkeypatch):
+    monkeypatch.setenv("FDSL_SECRET_TOKEN", "s3cret")
+    result, output = run_worker_code("import os\nbroker.output(repr(dict(os.environ)))", mode="os")
+    assert result.status == "ok"
+    assert "s3cret" not in output and "FDSL_SECRET_TOKEN" not in output
+
+
+def test_only_the_three_pipe_descriptors_are_open(run_worker_code):
+    code = (
+        "import os\nopen_fds = []\n"
+        "for fd in range(256):\n"
+        "    try:\n        os.fstat(fd)\n        open_fds.append(fd)\n"
+        "    except OSError:\n        pass\n"
+        "broker.output(repr(open_fds))"
+    )
+    result, output = run_worker_code(code, mode="os")
+    assert result.status == "ok"
+    assert output == "[0, 1, 2]"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="privileges are dropped only when the broker runs as root")
+def test_runs_unprivileged_when_started_as_root(run_worker_code):
+    result, output = run_worker_code("import os\nbroker.output(repr((os.getuid(), os.getgid(), os.getgroups())))", mode="os")
+    assert result.status == "ok"
+    assert output == "(65534, 65534, [])"
+
+
+def test_cant_raise_its_limits_again(run_worker_code):
+    code = "import resource\nresource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))"
+    result, _ = run_worker_code(code, mode="os")
+    assert result.status == "error"
+    assert "ValueError" in result.error["msg"] or "not allowed" in result.error["msg"]
+
+
+def test_memory_bomb_hits_the_address_space_limit(run_worker_code):
+    result, _ = run_worker_code("x = bytearray(1 << 31)", mode="os", memory_mb=128)
+    assert result.status == "error"
+    assert result.error["kind"] == "LimitError"
+    assert "memory limit exceeded (128 MiB)" in result.error["msg"]
+
+
+def test_sleep_past_the_deadline_is_killed(run_worker_code):
+    started = time.monotonic()
+    result, _ = run_worker_code("import time\ntime.sleep(30)", mode="os", timeout=1.0)
+    assert result.status == "timeout"
+    assert time.monotonic() - started < 2.0
+
+
+def test_native_crash_is_reported_as_a_crash(run_worker_code):
+    # ctypes cannot be imported after hardening (no descriptors left), so crash by signal.
+    code = "import os\nos.kill(os.getpid(), 11)  # SIGSEGV"
+    result, _ = run_worker_code(code, mode="os")
+    assert result.status == "crash"
+    assert "crashed (SIGSEGV)" in result.error["msg"]
+
+
+def test_garbage_on_the_pipe_stops_the_worker(run_worker_code):
+    result, _ = run_worker_code("import os\nos.write(1, b'\\xff\\xff\\xff\\xff garbage')\nimport time\ntime.sleep(5)", mode="os")
+    assert result.status == "crash"
+    assert "broke the protocol" in result.error["msg"]
+
+
+def test_unknown_message_type_stops_the_worker(run_worker_code):
+    code = "from sandbox_worker import protocol\nprotocol.write_frame(1, {'t': 'exec', 'code': 'x'})\nimport time\ntime.sleep(5)"
+    result, _ = run_worker_code(code, mode="os")
+    assert result.status == "crash"
+    assert "broke the protocol" in result.error["msg"]
+
+
+def test_exit_without_end_message_is_a_crash(run_worker_code):
+    result, _ = run_worker_code("import os\nos._exit(7)", mode="os")
+    assert result.status == "crash"
+    assert "status 7" in result.error["msg"]
