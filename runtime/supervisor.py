@@ -113,6 +113,7 @@ def run_worker(
     result = WorkerResult(status="crash")
     first_frame_at = None
     finished = False
+    peak_kib = None
     watcher = psutil.Process(pid)
     next_memory_check = started
     memory_limit = limits.memory_mb << 20
@@ -206,6 +207,7 @@ def run_worker(
                         else:
                             result.status, result.error = "crash", {"kind": "InternalError", "msg": "malformed end message"}
                         finished = True
+                        peak_kib = peak_resident_kib(pid)
                         break
                     else:
                         stop("crash", {"kind": "InternalError", "msg": f"the worker broke the protocol (message {str(kind)[:40]!r})"})
@@ -213,7 +215,7 @@ def run_worker(
                 if finished:
                     break
     finally:
-        wait_status, usage = reap(pid, finished_cleanly=finished and result.status in ("ok", "error"))
+        wait_status = reap(pid)
         proc.returncode = wait_status
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             try:
@@ -227,33 +229,40 @@ def run_worker(
     result.figures = {
         "worker_start_s": (first_frame_at - started) if first_frame_at else None,
         "worker_s": ended - started,
-        "worker_peak_rss_kib": usage.ru_maxrss if usage else None,
+        "worker_peak_rss_kib": peak_kib,
         "requests": broker.requests,
     }
     return result
 
 
-def reap(pid: int, finished_cleanly: bool):
-    """Wait briefly for a worker that said it was done, kill its whole group, then reap it.
+def peak_resident_kib(pid: int) -> int | None:
+    """The worker's own high-water resident size (VmHWM), read while it waits to be ended.
 
-    The group is killed while the worker is still unreaped (a zombie keeps the group id
-    reserved), so the signal can never reach a recycled process group.
+    Not wait4's ru_maxrss: across exec it keeps the high-water mark of the parent's memory
+    that the child shared before exec.
     """
-    if finished_cleanly:
-        limit = time.monotonic() + 1.0
-        while time.monotonic() < limit:
-            try:
-                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                    break
-            except ChildProcessError:
-                break
-            time.sleep(0.0005)
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def reap(pid: int) -> int:
+    """Kill the worker's whole group, then reap it; returns the wait status.
+
+    The group is killed while the worker is still unreaped (even a zombie keeps the group
+    id reserved), so the signal can never reach a recycled process group.
+    """
     kill_group(pid)
     while True:
         try:
-            _, status, usage = os.wait4(pid, 0)
-            return status, usage
+            _, status = os.waitpid(pid, 0)
+            return status
         except InterruptedError:
             continue
         except ChildProcessError:
-            return 0, None
+            return 0

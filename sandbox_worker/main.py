@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import resource
-import sys
 
 from RestrictedPython import compile_restricted_exec
 
@@ -130,8 +129,11 @@ def main() -> None:
         os._exit(4)
     except MemoryError:
         client.end({"kind": "LimitError", "msg": "memory limit exceeded"})
-    sys.stderr.flush()
-    os._exit(0)
+    # Stay until the broker has read our peak memory figure and ends the process group.
+    try:
+        os.read(0, 1)
+    finally:
+        os._exit(0)
 
 
 if __name__ == "__main__":
