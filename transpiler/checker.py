@@ -70,6 +70,7 @@ def errors(module: ast.Module) -> list[DSLError]:
             err(f"unsupported statement {type(stmt).__name__}", stmt.line, stmt.col)
 
         for expr in exprs:
+            callees: set[int] = set()  # a called name is reported as "unknown function" only
             for node in ast.walk(expr):
                 if isinstance(node, ast.Attr):
                     if node.name not in KNOWN_ATTRIBUTES:
@@ -77,12 +78,13 @@ def errors(module: ast.Module) -> list[DSLError]:
                 elif isinstance(node, ast.Call):
                     func = node.func
                     if isinstance(func, ast.Name):
+                        callees.add(id(func))
                         if func.id not in BUILTINS:
                             err(f"unknown function '{func.id}'", func.line, func.col)
                     elif not isinstance(func, ast.Attr):
                         err("only built-in functions and methods can be called",
                             func.line, func.col)
-                elif isinstance(node, ast.Name):
+                elif isinstance(node, ast.Name) and id(node) not in callees:
                     if (node.id not in BUILTINS and node.id not in assigned
                             and node.id not in reported_undefined):
                         reported_undefined.add(node.id)
