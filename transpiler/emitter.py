@@ -233,10 +233,10 @@ class _Emitter:
     def _if(self, node: ast.If) -> cst.If:
         orelse = None
         if node.orelse:
-            orelse = cst.Else(
+            orelse = self.mark(cst.Else(
                 cst.IndentedBlock(self.body(node.orelse)),
                 leading_lines=self.comment(node.else_line),
-            )
+            ), ast.Node(line=node.else_line, col=node.else_col), True)
         for clause in reversed(node.elifs):
             orelse = self.mark(cst.If(
                 test=self.expr(clause.test),
