@@ -95,7 +95,7 @@ def run_script(
     limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
     deadline = time.monotonic() + timeout
     service = FilesService(VirtualFS(mount_table), deadline=deadline)
-    handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS}
+    handlers = file_handlers(service)
     outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect)
 
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
@@ -117,6 +117,13 @@ def run_script(
     result.error_line, result.error_column = line, column
     result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
     return result
+
+
+def file_handlers(service: FilesService) -> dict:
+    """The broker's handler table for FilesDSL: one FilesService method per op, plus ping."""
+    handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS if op != "ping"}
+    handlers["ping"] = lambda: None
+    return handlers
 
 
 def peak_rss_kib() -> int:

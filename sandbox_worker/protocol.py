@@ -7,7 +7,8 @@ pickle or marshal: decoding a hostile frame can only ever yield plain data).
 
 Messages (each a JSON object with a "t" field):
 
-  broker -> worker   {"t": "start", "code": str, "limits": {...}}     first frame, once
+  broker -> worker   {"t": "start", "code": str, "mode": str,         first frame, once
+                      "limits": {"memory_bytes": int, "cpu_seconds": int}}
                      {"t": "ok", "v": value}                          reply to a call
                      {"t": "err", "kind": str, "msg": str}            reply to a call
   worker -> broker   {"t": "call", "op": str, "a": {name: value}}     expects one reply
@@ -43,6 +44,7 @@ PAGES = "pages"  # null, an int, or a list of ints
 # op name -> ordered {argument name: kind}. Every argument is required on the wire: defaults
 # live in the script-facing objects, so the broker sees exactly what will be done.
 OPS: dict[str, dict[str, str]] = {
+    "ping": {},  # liveness, and the round-trip benchmark
     "dir.open": {"path": STR},
     "dir.files": {"path": STR, "recursive": BOOL},
     "dir.search": {"path": STR, "pattern": STR, "scope": STR, "recursive": BOOL, "ignore_case": BOOL},

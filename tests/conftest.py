@@ -27,17 +27,17 @@ def sandbox(tmp_path: Path):
 def run_worker_code(sandbox):
     """Run already-generated Python in a real worker against the sandbox root (no transpiler)."""
     from runtime.broker import Broker
+    from runtime.api import file_handlers
     from runtime.files import FilesService
     from runtime.supervisor import Limits, run_worker
     from runtime.vfs import VirtualFS
-    from sandbox_worker import protocol
 
     root, _ = sandbox
 
     def run(code: str, mode: str = "restricted", timeout: float = 10.0, memory_mb: int = 256, max_output: int = 100_000):
         deadline = time.monotonic() + timeout
         service = FilesService(VirtualFS([("/", root, False)]), deadline=deadline)
-        handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS}
+        handlers = file_handlers(service)
         output: list[str] = []
         limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
         result = run_worker(code, Broker(handlers), limits, deadline, output.append, mode=mode)
