@@ -1,0 +1,168 @@
+"""Benchmarks for the FilesDSL pipeline, each reported against a baseline measured in the same run.
+
+    python bench/run.py [--runs N] [--files N]
+
+Machines are shared and noisy: read the ratios, not the absolute times. Nothing here is a
+test; targets are printed beside the figures for the closing note.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from runtime import run_script  # noqa: E402
+from runtime.api import file_handlers  # noqa: E402
+from runtime.broker import Broker  # noqa: E402
+from runtime.files import FilesService  # noqa: E402
+from runtime.supervisor import Limits, run_worker  # noqa: E402
+from runtime.vfs import VirtualFS  # noqa: E402
+
+WORDS = "the a model language transformer data page report search index table result method metric".split()
+
+
+def median_ms(values) -> float:
+    return statistics.median(values) * 1000
+
+
+def one_line_script(runs: int, root: Path) -> None:
+    figures = [run_script('print("hi")', root=root, timeout=30).figures for _ in range(runs)]
+    bare = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - started)
+    cli = []
+    for _ in range(max(3, runs // 4)):
+        started = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "runtime.cli", "run", str(REPO / "examples/tour.fdsl"), "--root", str(root)],
+            check=True, capture_output=True, cwd=REPO,
+        )
+        cli.append(time.perf_counter() - started)
+    start = median_ms(f["worker_start_s"] for f in figures)
+    print("## One-line script (run_script, in-process broker)")
+    print(f"  transpile          {median_ms(f['transpile_s'] for f in figures):8.2f} ms")
+    print(f"  worker start       {start:8.2f} ms   (to first request; target <= 60 ms)")
+    print(f"  run                {median_ms(f['run_s'] for f in figures):8.2f} ms")
+    print(f"  wall               {median_ms(f['wall_s'] for f in figures):8.2f} ms")
+    print(f"  baseline: bare `python -I -S -c pass` {median_ms(bare):.2f} ms -> worker start is {start / median_ms(bare):.2f}x")
+    print(f"  whole `fdsl run examples/tour.fdsl` as a command: {median_ms(cli):.1f} ms (includes interpreter start and imports)")
+    peak = statistics.median(f["worker_peak_rss_kib"] for f in figures)
+    print(f"  worker peak RSS    {peak / 1024:8.1f} MiB (target <= 40 MiB)")
+
+
+def round_trip(calls: int, root: Path) -> None:
+    code = (
+        "import time\n"
+        "samples = []\n"
+        f"for _ in range({calls}):\n"
+        "    t = time.perf_counter_ns()\n"
+        "    broker.call('ping')\n"
+        "    samples.append(time.perf_counter_ns() - t)\n"
+        "samples.sort()\n"
+        "broker.output(str(samples[len(samples) // 2]))\n"
+    )
+    deadline = time.monotonic() + 120
+    service = FilesService(VirtualFS([("/", root, False)]), deadline=deadline)
+    out: list[str] = []
+    result = run_worker(code, Broker(file_handlers(service)), Limits(timeout=120), deadline, out.append, mode="os")
+    assert result.status == "ok", result
+    broker_ns = int("".join(out))
+
+    # Baseline: the same frames echoed by a bare process over a pipe pair, no validation.
+    echo = subprocess.Popen(
+        [sys.executable, "-I", "-c",
+         "import os\nwhile True:\n    d = os.read(0, 65536)\n    if not d: break\n    os.write(1, d)"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    from sandbox_worker import protocol
+
+    frame = protocol.encode({"t": "call", "op": "ping", "a": {}})
+    samples = []
+    for _ in range(calls):
+        t = time.perf_counter_ns()
+        os.write(echo.stdin.fileno(), frame)
+        protocol.read_exact(echo.stdout.fileno(), len(frame))
+        samples.append(time.perf_counter_ns() - t)
+    echo.stdin.close()
+    echo.wait()
+    samples.sort()
+    pipe_ns = samples[len(samples) // 2]
+    print(f"## Broker round trip ({calls} calls, median)")
+    print(f"  ping through the broker  {broker_ns / 1000:7.1f} us   (target <= 50 us)")
+    print(f"  baseline: raw pipe echo  {pipe_ns / 1000:7.1f} us -> {broker_ns / pipe_ns:.2f}x")
+
+
+def make_corpus(root: Path, files: int) -> int:
+    rng = random.Random(7)
+    total = 0
+    for i in range(files):
+        folder = root / f"d{i % 20:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [" ".join(rng.choice(WORDS) for _ in range(12)) for _ in range(160)]
+        if i % 97 == 0:
+            lines[rng.randrange(len(lines))] += " needle-in-haystack"
+        text = "\n".join(lines) + "\n"
+        (folder / f"f{i:05d}.txt").write_text(text)
+        total += len(text)
+    return total
+
+
+def content_search(runs: int, files: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        size = make_corpus(root, files)
+        grep, ours, script = [], [], []
+        for _ in range(runs):
+            started = time.perf_counter()
+            proc = subprocess.run(["grep", "-rl", "needle-in-haystack", str(root)], capture_output=True, text=True)
+            grep.append(time.perf_counter() - started)
+            expected = len(proc.stdout.split())
+
+            service = FilesService(VirtualFS([("/", root, False)]), deadline=time.monotonic() + 60)
+            started = time.perf_counter()
+            found = service.dir_search(".", "needle-in-haystack", "content", True, False)
+            ours.append(time.perf_counter() - started)
+            assert len(found) == expected, (len(found), expected)
+
+            result = run_script('print(len(Directory("/").search("needle-in-haystack", scope="content")))', root=root, timeout=60)
+            assert result.output.strip() == str(expected), result.error
+            script.append(result.figures["run_s"])
+        broker = subprocess.run(
+            [sys.executable, "-m", "runtime.cli", "run", str(REPO / "bench/corpus_search.fdsl"), "--root", str(root), "--verbose"],
+            capture_output=True, text=True, cwd=REPO,
+        )
+        peak = [line for line in broker.stderr.splitlines() if "broker_peak_rss_kib" in line]
+        print(f"## Content search for a literal over {files} files ({size / 1e6:.1f} MB)")
+        print(f"  grep -rl (baseline)    {median_ms(grep):7.1f} ms")
+        print(f"  dir.search in broker   {median_ms(ours):7.1f} ms -> {median_ms(ours) / median_ms(grep):.2f}x grep (target <= 2x)")
+        print(f"  whole script run       {median_ms(script):7.1f} ms -> {median_ms(script) / median_ms(grep):.2f}x grep")
+        if peak:
+            kib = int(peak[0].split(":")[1])
+            print(f"  broker peak RSS after searching and reading every file: {kib / 1024:.1f} MiB (target <= 150 MiB)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--calls", type=int, default=10_000)
+    args = parser.parse_args()
+    one_line_script(args.runs, REPO / "examples/docs")
+    round_trip(args.calls, REPO / "examples/docs")
+    content_search(max(3, args.runs // 4), args.files)
+
+
+if __name__ == "__main__":
+    main()
