@@ -26,7 +26,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)  # exits with status 2 on a usage error
+    try:
+        args = _parser().parse_args(argv)  # argparse prints usage and exits 2 on a usage error
+    except SystemExit as e:  # returned, not raised, so callers get an int like every other path
+        return e.code if isinstance(e.code, int) else 2
     try:
         with open(args.script, "rb") as f:
             data = f.read()

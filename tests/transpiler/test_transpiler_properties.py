@@ -51,11 +51,13 @@ def _compound(children):
         st.builds(ast.BinOp, st.sampled_from("+-*/%"), children, children),
         st.builds(ast.UnaryOp, st.sampled_from(["-", "not"]), children),
         st.builds(ast.BoolOp, st.sampled_from(["and", "or"]), children, children),
-        st.integers(1, 3).flatmap(lambda n: st.builds(
-            ast.Compare, children,
-            st.lists(st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "in", "not in"]),
-                     min_size=n, max_size=n).map(tuple),
-            st.lists(children, min_size=n, max_size=n).map(tuple))),
+        st.builds(
+            lambda left, pairs: ast.Compare(left, tuple(p[0] for p in pairs),
+                                            tuple(p[1] for p in pairs)),
+            children,
+            st.lists(st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "in",
+                                                "not in"]), children), min_size=1, max_size=3),
+        ),
         st.builds(ast.Call, func, st.lists(children, max_size=3).map(tuple), kwargs),
         st.builds(ast.Attr, children, ATTRS),
         st.builds(ast.Index, children, children),
@@ -63,11 +65,11 @@ def _compound(children):
     )
 
 
-exprs = st.recursive(leaves, _compound, max_leaves=8)
+exprs = st.recursive(leaves, _compound, max_leaves=5)
 
 
 def _block(stmts):
-    return st.lists(stmts, min_size=1, max_size=3).map(tuple)
+    return st.lists(stmts, min_size=1, max_size=2).map(tuple)
 
 
 def _stmts(children):
@@ -87,7 +89,7 @@ simple = st.one_of(
     st.builds(ast.Continue),
 )
 statements = st.recursive(simple, _stmts, max_leaves=5)
-modules = st.lists(statements, max_size=4).map(lambda body: ast.Module(tuple(body)))
+modules = st.lists(statements, max_size=3).map(lambda body: ast.Module(tuple(body)))
 
 
 @SETTINGS
