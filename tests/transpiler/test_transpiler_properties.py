@@ -8,6 +8,8 @@ text either parses or fails with a located ``DSLError``, never anything else.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,7 +25,8 @@ from transpiler.surface import BUILTINS, KNOWN_ATTRIBUTES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
-SETTINGS = settings(max_examples=200, deadline=None,
+# FDSL_FUZZ_EXAMPLES=5000 for a longer pass
+SETTINGS = settings(max_examples=int(os.environ.get("FDSL_FUZZ_EXAMPLES", "200")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 VARS = st.sampled_from(["a", "b", "xs", "file_1", "n", "Total"])
