@@ -17,6 +17,7 @@ error ("unexpected character U+000D").
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import threading
@@ -257,15 +258,33 @@ def _get_lark() -> Lark:
     global _lark
     if _lark is None:
         grammar = resources.files(__package__).joinpath("fdsl.lark").read_text("utf-8")
-        _lark = Lark(
-            grammar,
-            parser="lalr",
-            lexer="contextual",
-            postlex=_FdslIndenter(),
-            propagate_positions=True,
-            maybe_placeholders=False,
-        )
+        options = dict(parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+        cache = _private_cache_file(grammar, repr(sorted(options.items())))
+        _lark = Lark(grammar, postlex=_FdslIndenter(), cache=cache or False, **options)
     return _lark
+
+
+def _private_cache_file(grammar: str, options: str) -> str | None:
+    """Where to keep the built parser (lark pickles it): a directory only this user can write.
+
+    Never the shared temp directory: another local user could plant a pickle there. Any
+    doubt about the directory means no cache, which only costs start-up time.
+    """
+    import hashlib
+    import lark
+    import stat
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "filesdsl")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return None
+    digest = hashlib.sha256(f"{lark.__version__}\0{options}\0{grammar}".encode()).hexdigest()[:24]
+    return os.path.join(folder, f"fdsl-parser-{digest}.lark-cache")
 
 
 _TOKEN_WORDS = {"_NEWLINE": "end of line", "$END": "end of input"}
