@@ -248,3 +248,21 @@ def walk(node: Node):
             yield item
             children = [v for _, v in _payload(item) if isinstance(v, (Node, tuple))]
             stack.extend(reversed(children))
+
+
+# Binding strength of expressions, Python's (higher binds tighter). One table serves the
+# emitter (parentheses in the generated code) and the printer (parentheses in DSL text).
+OR, AND, NOT, CMP, ADD, MUL, NEG, ATOM = 1, 2, 3, 4, 6, 7, 8, 9
+BINARY_PRECEDENCE = {"+": ADD, "-": ADD, "*": MUL, "/": MUL, "%": MUL}
+
+
+def precedence(node: Node) -> int:
+    if isinstance(node, BoolOp):
+        return OR if node.op == "or" else AND
+    if isinstance(node, UnaryOp):
+        return NOT if node.op == "not" else NEG
+    if isinstance(node, Compare):
+        return CMP
+    if isinstance(node, BinOp):
+        return BINARY_PRECEDENCE[node.op]
+    return ATOM

@@ -40,34 +40,18 @@ class Emitted:
     source_map: SourceMap
 
 
-# Python precedence levels (higher binds tighter).
-_OR, _AND, _NOT, _CMP, _ADD, _MUL, _NEG, _ATOM = 1, 2, 3, 4, 6, 7, 8, 9
-
 _BINOPS = {
-    "+": (cst.Add, _ADD),
-    "-": (cst.Subtract, _ADD),
-    "*": (cst.Multiply, _MUL),
-    "/": (cst.FloorDivide, _MUL),  # integer floor division
-    "%": (cst.Modulo, _MUL),
+    "+": cst.Add,
+    "-": cst.Subtract,
+    "*": cst.Multiply,
+    "/": cst.FloorDivide,  # integer floor division
+    "%": cst.Modulo,
 }
 _CMPOPS = {
     "==": cst.Equal, "!=": cst.NotEqual, "<": cst.LessThan, "<=": cst.LessThanEqual,
     ">": cst.GreaterThan, ">=": cst.GreaterThanEqual, "in": cst.In, "not in": cst.NotIn,
 }
 _NO_SPACE = cst.SimpleWhitespace("")
-
-
-def precedence(node: ast.Node) -> int:
-    """Binding strength of an expression as emitted (shared with the DSL printer)."""
-    if isinstance(node, ast.BoolOp):
-        return _OR if node.op == "or" else _AND
-    if isinstance(node, ast.UnaryOp):
-        return _NOT if node.op == "not" else _NEG
-    if isinstance(node, ast.Compare):
-        return _CMP
-    if isinstance(node, ast.BinOp):
-        return _BINOPS[node.op][1]
-    return _ATOM
 
 
 def _safe_comment(text: str) -> str:
@@ -105,9 +89,9 @@ class _Emitter:
 
     def expr(self, node: ast.Node, min_prec: int = 0) -> cst.BaseExpression:
         built = self._expr(node)
-        prec = precedence(node)
+        prec = ast.precedence(node)
         if isinstance(node, ast.ListExpr) and isinstance(built, cst.BinaryOperation):
-            prec = _ADD
+            prec = ast.ADD
         if prec < min_prec:
             built = built.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return self.mark(built, node)
@@ -124,25 +108,25 @@ class _Emitter:
         if isinstance(node, ast.ListExpr):
             return self._list(node)
         if isinstance(node, ast.BinOp):
-            op, prec = _BINOPS[node.op]
+            op, prec = _BINOPS[node.op], ast.BINARY_PRECEDENCE[node.op]
             return cst.BinaryOperation(
                 left=self.expr(node.left, prec), operator=op(), right=self.expr(node.right, prec + 1)
             )
         if isinstance(node, ast.UnaryOp):
             if node.op == "not":
-                return cst.UnaryOperation(cst.Not(), self.expr(node.operand, _NOT))
-            return cst.UnaryOperation(cst.Minus(), self.expr(node.operand, _NEG))
+                return cst.UnaryOperation(cst.Not(), self.expr(node.operand, ast.NOT))
+            return cst.UnaryOperation(cst.Minus(), self.expr(node.operand, ast.NEG))
         if isinstance(node, ast.BoolOp):
-            prec = precedence(node)
+            prec = ast.precedence(node)
             op = cst.Or() if node.op == "or" else cst.And()
             return cst.BooleanOperation(
                 left=self.expr(node.left, prec), operator=op, right=self.expr(node.right, prec + 1)
             )
         if isinstance(node, ast.Compare):
             return cst.Comparison(
-                left=self.expr(node.left, _CMP + 1),
+                left=self.expr(node.left, ast.CMP + 1),
                 comparisons=[
-                    cst.ComparisonTarget(_CMPOPS[op](), self.expr(right, _CMP + 1))
+                    cst.ComparisonTarget(_CMPOPS[op](), self.expr(right, ast.CMP + 1))
                     for op, right in zip(node.ops, node.comparators)
                 ],
             )
@@ -154,16 +138,16 @@ class _Emitter:
                     keyword=cst.Name(kw.name),
                     equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
                 ), kw))
-            return cst.Call(func=self.expr(node.func, _ATOM), args=args)
+            return cst.Call(func=self.expr(node.func, ast.ATOM), args=args)
         if isinstance(node, ast.Attr):
-            obj = self.expr(node.obj, _ATOM)
+            obj = self.expr(node.obj, ast.ATOM)
             if isinstance(node.obj, ast.Int) and not obj.lpar:  # `1.x` would lex as a float
                 obj = self.mark(obj.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]),
                                 node.obj)
             return cst.Attribute(value=obj, attr=cst.Name(node.name))
         if isinstance(node, ast.Index):
             return cst.Subscript(
-                value=self.expr(node.obj, _ATOM),
+                value=self.expr(node.obj, ast.ATOM),
                 slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))],
             )
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
@@ -202,7 +186,7 @@ class _Emitter:
             small = cst.Assign(targets=[cst.AssignTarget(cst.Name(node.target))],
                                value=self.expr(node.value))
         elif isinstance(node, ast.AugAssign):
-            op, prec = _BINOPS[node.op]
+            op, prec = _BINOPS[node.op], ast.BINARY_PRECEDENCE[node.op]
             value = self.mark(cst.BinaryOperation(
                 left=self.mark(cst.Name(node.target), node),
                 operator=op(),

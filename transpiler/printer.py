@@ -10,21 +10,7 @@ from . import ast
 
 __all__ = ["render", "render_expr"]
 
-_OR, _AND, _NOT, _CMP, _ADD, _MUL, _NEG, _ATOM = 1, 2, 3, 4, 6, 7, 8, 9
-_BIN = {"+": _ADD, "-": _ADD, "*": _MUL, "/": _MUL, "%": _MUL}
 _ESC = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def _prec(node: ast.Node) -> int:
-    if isinstance(node, ast.BoolOp):
-        return _OR if node.op == "or" else _AND
-    if isinstance(node, ast.UnaryOp):
-        return _NOT if node.op == "not" else _NEG
-    if isinstance(node, ast.Compare):
-        return _CMP
-    if isinstance(node, ast.BinOp):
-        return _BIN[node.op]
-    return _ATOM
 
 
 def _string(value: str) -> str:
@@ -35,7 +21,7 @@ def _string(value: str) -> str:
 
 def render_expr(node: ast.Node, min_prec: int = 0) -> str:
     text = _expr(node)
-    return f"({text})" if _prec(node) < min_prec else text
+    return f"({text})" if ast.precedence(node) < min_prec else text
 
 
 def _expr(node: ast.Node) -> str:
@@ -56,28 +42,28 @@ def _expr(node: ast.Node) -> str:
                 items.append(render_expr(item))
         return "[" + ", ".join(items) + "]"
     if isinstance(node, ast.BinOp):
-        p = _BIN[node.op]
+        p = ast.BINARY_PRECEDENCE[node.op]
         return f"{render_expr(node.left, p)} {node.op} {render_expr(node.right, p + 1)}"
     if isinstance(node, ast.BoolOp):
-        p = _prec(node)
+        p = ast.precedence(node)
         return f"{render_expr(node.left, p)} {node.op} {render_expr(node.right, p + 1)}"
     if isinstance(node, ast.UnaryOp):
         if node.op == "not":
-            return f"not {render_expr(node.operand, _NOT)}"
-        return f"-{render_expr(node.operand, _NEG)}"
+            return f"not {render_expr(node.operand, ast.NOT)}"
+        return f"-{render_expr(node.operand, ast.NEG)}"
     if isinstance(node, ast.Compare):
-        parts = [render_expr(node.left, _CMP + 1)]
+        parts = [render_expr(node.left, ast.CMP + 1)]
         for op, right in zip(node.ops, node.comparators):
-            parts.append(f"{op} {render_expr(right, _CMP + 1)}")
+            parts.append(f"{op} {render_expr(right, ast.CMP + 1)}")
         return " ".join(parts)
     if isinstance(node, ast.Call):
         args = [render_expr(a) for a in node.args]
         args += [f"{k.name}={render_expr(k.value)}" for k in node.kwargs]
-        return f"{render_expr(node.func, _ATOM)}({', '.join(args)})"
+        return f"{render_expr(node.func, ast.ATOM)}({', '.join(args)})"
     if isinstance(node, ast.Attr):
-        return f"{render_expr(node.obj, _ATOM)}.{node.name}"
+        return f"{render_expr(node.obj, ast.ATOM)}.{node.name}"
     if isinstance(node, ast.Index):
-        return f"{render_expr(node.obj, _ATOM)}[{render_expr(node.index)}]"
+        return f"{render_expr(node.obj, ast.ATOM)}[{render_expr(node.index)}]"
     raise TypeError(f"cannot render {type(node).__name__}")
 
 
