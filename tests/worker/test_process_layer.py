@@ -117,3 +117,28 @@ def test_exit_without_end_message_is_a_crash(run_worker_code):
     result, _ = run_worker_code("import os\nos._exit(7)", mode="os")
     assert result.status == "crash"
     assert "status 7" in result.error["msg"]
+
+
+def test_resident_memory_watch_alone(sandbox):
+    """The broker's psutil watch stops a worker even when its own address-space limit would not."""
+    from dataclasses import dataclass
+
+    from runtime.api import file_handlers
+    from runtime.broker import Broker
+    from runtime.files import FilesService
+    from runtime.supervisor import Limits, run_worker
+    from runtime.vfs import VirtualFS
+
+    @dataclass(frozen=True)
+    class GenerousAddressSpace(Limits):
+        def worker_limits(self) -> dict:
+            return {**super().worker_limits(), "memory_bytes": 1 << 30}
+
+    root, _ = sandbox
+    deadline = time.monotonic() + 10
+    limits = GenerousAddressSpace(timeout=10, memory_mb=64)
+    code = "import time\nx = bytearray(200 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\ntime.sleep(5)"
+    service = FilesService(VirtualFS([("/", root, False)]), deadline=deadline)
+    result = run_worker(code, Broker(file_handlers(service)), limits, deadline, lambda text: None, mode="os")
+    assert result.status == "error"
+    assert result.error == {"kind": "LimitError", "msg": "memory limit exceeded (64 MiB)"}
