@@ -124,6 +124,30 @@ def run_worker(
     poller.register(diagnostics_fd, select.POLLIN)
     poller.register(to_worker, select.POLLOUT)
 
+    writer_open = True
+
+    def close_writer() -> None:
+        nonlocal writer_open
+        if writer_open:
+            writer_open = False
+            poller.unregister(to_worker)
+        outbox.clear()
+
+    def flush() -> None:
+        """Write what we can now; wait for POLLOUT only for the rest (large replies)."""
+        if not writer_open:
+            outbox.clear()
+            return
+        try:
+            written = os.write(to_worker, outbox)
+        except BlockingIOError:
+            written = 0
+        except BrokenPipeError:
+            close_writer()
+            return
+        del outbox[:written]
+        poller.modify(to_worker, select.POLLOUT if outbox else 0)
+
     def stop(status: str, error: dict | None) -> None:
         nonlocal finished
         result.status, result.error = status, error
@@ -148,20 +172,9 @@ def run_worker(
             for fd, event in poller.poll(wait_ms):
                 if fd == to_worker:
                     if event & (select.POLLERR | select.POLLHUP):
-                        poller.unregister(to_worker)
-                        outbox.clear()
-                        continue
-                    try:
-                        written = os.write(to_worker, outbox)
-                    except BlockingIOError:
-                        continue
-                    except BrokenPipeError:
-                        poller.unregister(to_worker)
-                        outbox.clear()
-                        continue
-                    del outbox[:written]
-                    if not outbox:
-                        poller.modify(to_worker, 0)
+                        close_writer()
+                    else:
+                        flush()
                     continue
                 data = os.read(fd, 1 << 16) if event & (select.POLLIN | select.POLLHUP) else b""
                 if not data:
@@ -182,7 +195,7 @@ def run_worker(
                     kind = message["t"]
                     if kind == "call":
                         outbox += protocol.encode(broker.reply(message))
-                        poller.modify(to_worker, select.POLLOUT)
+                        flush()
                     elif kind == "out":
                         text = message.get("s")
                         if type(text) is not str:
