@@ -95,8 +95,8 @@ def run_script(
     limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
     deadline = time.monotonic() + timeout
     service = FilesService(VirtualFS(mount_table), deadline=deadline)
-    handlers = file_handlers(service)
-    outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect)
+    handlers = LANGUAGE_HANDLERS[lang](service)
+    outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang)
 
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
     figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
@@ -124,6 +124,10 @@ def file_handlers(service: FilesService) -> dict:
     handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS if op != "ping"}
     handlers["ping"] = lambda: None
     return handlers
+
+
+# language -> the broker's handler table for a run of it.
+LANGUAGE_HANDLERS = {"fdsl": file_handlers}
 
 
 def peak_rss_kib() -> int:

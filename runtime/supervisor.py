@@ -92,6 +92,7 @@ def run_worker(
     deadline: float,
     on_output: Callable[[str], None],
     mode: str = "restricted",
+    lang: str = "fdsl",
 ) -> WorkerResult:
     started = time.monotonic()
     proc = subprocess.Popen(
@@ -107,7 +108,7 @@ def run_worker(
     pid = proc.pid
     to_worker, from_worker, diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
     os.set_blocking(to_worker, False)
-    outbox = bytearray(protocol.encode({"t": "start", "code": code, "mode": mode, "limits": limits.worker_limits()}))
+    outbox = bytearray(protocol.encode({"t": "start", "code": code, "mode": mode, "lang": lang, "limits": limits.worker_limits()}))
     frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
     diagnostics = bytearray()
     result = WorkerResult(status="crash")

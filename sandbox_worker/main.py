@@ -10,33 +10,17 @@ from __future__ import annotations
 
 import os
 import re
-import resource
 
 from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker import guards
 from sandbox_worker.client import BrokerClient, ScriptFailure
+from sandbox_worker.hardening import harden
 
 SCRIPT_FILENAME = "<script>"
-NOBODY = 65534
 
-
-def harden(limits: dict) -> None:
-    """Apply the process limits, then drop root if we have it. Irreversible by design."""
-    os.closerange(3, 1 << 16)
-    setrlimit = resource.setrlimit
-    setrlimit(resource.RLIMIT_CORE, (0, 0))
-    setrlimit(resource.RLIMIT_FSIZE, (0, 0))  # no file writes
-    setrlimit(resource.RLIMIT_NOFILE, (3, 3))  # no descriptor beyond the three pipes
-    setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no new processes (effective once not root)
-    cpu = int(limits["cpu_seconds"])
-    setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    memory = int(limits["memory_bytes"])
-    setrlimit(resource.RLIMIT_AS, (memory, memory))
-    if os.geteuid() == 0 or os.getegid() == 0:
-        os.setgroups([])
-        os.setresgid(NOBODY, NOBODY, NOBODY)
-        os.setresuid(NOBODY, NOBODY, NOBODY)
+# language -> the function building the restricted globals its generated code runs with.
+LANGUAGE_GLOBALS = {"fdsl": guards.restricted_globals}
 
 
 def script_position(tb) -> tuple[int | None, int | None]:
@@ -89,7 +73,7 @@ def classify(exc: BaseException, limits: dict) -> tuple[str, str]:
     return "RuntimeError", f"{type(exc).__name__}: {exc}"
 
 
-def run(client: BrokerClient, code: str, limits: dict, mode: str) -> dict | None:
+def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "fdsl") -> dict | None:
     """Compile and execute the module; the failure to report, or None.
 
     mode "restricted" is every script's. Mode "os" runs plain Python with full builtins, so
@@ -105,7 +89,7 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str) -> dict | None
         compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
         if compiled.errors or compiled.code is None:
             return {"kind": "InternalError", "msg": "code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
-        code_object, namespace = compiled.code, guards.restricted_globals(client)
+        code_object, namespace = compiled.code, LANGUAGE_GLOBALS[lang](client)
     try:
         exec(code_object, namespace)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
@@ -123,7 +107,7 @@ def main() -> None:
     limits = start["limits"]
     harden(limits)
     try:
-        error = run(client, start["code"], limits, start.get("mode", "restricted"))
+        error = run(client, start["code"], limits, start.get("mode", "restricted"), start.get("lang", "fdsl"))
         client.end(error)
     except (BrokenPipeError, EOFError):
         os._exit(4)

@@ -8,6 +8,7 @@ pickle or marshal: decoding a hostile frame can only ever yield plain data).
 Messages (each a JSON object with a "t" field):
 
   broker -> worker   {"t": "start", "code": str, "mode": str,         first frame, once
+                      "lang": "fdsl",
                       "limits": {"memory_bytes": int, "cpu_seconds": int}}
                      {"t": "ok", "v": value}                          reply to a call
                      {"t": "err", "kind": str, "msg": str}            reply to a call
