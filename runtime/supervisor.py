@@ -51,6 +51,7 @@ class WorkerResult:
     error: dict | None = None  # kind, msg and, when the script failed, generated line/col
     output_bytes: int = 0
     figures: dict = field(default_factory=dict)
+    layers: dict | None = None  # hardening layer -> status, from the worker's "ready" frame
 
 
 def worker_command() -> list[str]:
@@ -93,7 +94,12 @@ def run_worker(
     on_output: Callable[[str], None],
     mode: str = "restricted",
     lang: str = "fdsl",
+    layers: frozenset[str] | None = None,
+    isolation: str = "best",
 ) -> WorkerResult:
+    """Run `code` in a fresh worker. `layers` (trusted callers only: tests, `fdsl audit`)
+    applies a subset of the hardening layers; `isolation="strict"` makes the worker refuse to
+    run the script unless every layer is in force."""
     started = time.monotonic()
     proc = subprocess.Popen(
         worker_command(),
@@ -108,7 +114,10 @@ def run_worker(
     pid = proc.pid
     to_worker, from_worker, diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
     os.set_blocking(to_worker, False)
-    outbox = bytearray(protocol.encode({"t": "start", "code": code, "mode": mode, "lang": lang, "limits": limits.worker_limits()}))
+    start = {"t": "start", "code": code, "mode": mode, "lang": lang, "limits": limits.worker_limits(), "isolation": isolation}
+    if layers is not None:
+        start["layers"] = sorted(layers)
+    outbox = bytearray(protocol.encode(start))
     frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
     diagnostics = bytearray()
     result = WorkerResult(status="crash")
@@ -126,6 +135,7 @@ def run_worker(
     poller.register(to_worker, select.POLLOUT)
 
     writer_open = True
+    ready_allowed = True
 
     def close_writer() -> None:
         nonlocal writer_open
@@ -194,7 +204,15 @@ def run_worker(
                     break
                 for message in messages:
                     kind = message["t"]
-                    if kind == "call":
+                    first_message, ready_allowed = ready_allowed, False
+                    if kind == "ready" and first_message:
+                        # Only the first frame, written by the worker before any script code.
+                        reported = message.get("layers")
+                        if not isinstance(reported, dict) or not all(isinstance(v, str) for v in reported.values()):
+                            stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (bad ready)"})
+                            break
+                        result.layers = {str(k)[:40]: v[:300] for k, v in reported.items()}
+                    elif kind == "call":
                         outbox += protocol.encode(broker.reply(message))
                         flush()
                     elif kind == "out":

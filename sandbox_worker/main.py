@@ -15,7 +15,8 @@ from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker import guards
 from sandbox_worker.client import BrokerClient, ScriptFailure
-from sandbox_worker.hardening import harden
+from sandbox_worker import protocol
+from sandbox_worker.hardening import harden, missing_layers
 
 SCRIPT_FILENAME = "<script>"
 
@@ -105,9 +106,16 @@ def main() -> None:
     if start.get("t") != "start":
         os._exit(3)
     limits = start["limits"]
-    harden(limits)
+    layers = harden(limits, start.get("layers"))
+    # The first frame, written before any script code runs: the layers actually in force.
+    protocol.write_frame(client.write_fd, {"t": "ready", "layers": layers})
+    missing = missing_layers(layers)
+    if start.get("isolation") == "strict" and missing:
+        reasons = "; ".join(f"{name}: {status}" for name, status in missing.items())
+        error = {"kind": "SandboxError", "msg": f"isolation strict: layers not in force ({reasons})"}
     try:
-        error = run(client, start["code"], limits, start.get("mode", "restricted"), start.get("lang", "fdsl"))
+        if not (start.get("isolation") == "strict" and missing):
+            error = run(client, start["code"], limits, start.get("mode", "restricted"), start.get("lang", "fdsl"))
         client.end(error)
     except (BrokenPipeError, EOFError):
         os._exit(4)
