@@ -32,6 +32,7 @@ class RunResult:
     error_line: int | None = None
     error_column: int | None = None
     figures: dict = field(default_factory=dict)
+    layers: dict | None = None  # hardening layer -> status, as the worker applied them
 
     @property
     def ok(self) -> bool:
@@ -58,12 +59,15 @@ def run_script(
     memory_mb: int = 256,
     max_output: int = 1_000_000,
     on_output=None,
+    isolation: str = "best",
 ) -> RunResult:
     """Transpile `source`, run it in a fresh jailed worker with `root` mounted at `/`.
 
     Returns the exit code (0 ok, 1 script error, 124 timeout), everything the script printed,
     the formatted error, and figures: transpile_s, worker_start_s, run_s, wall_s,
-    worker_peak_rss_kib, broker_peak_rss_kib, requests.
+    worker_peak_rss_kib, broker_peak_rss_kib, requests. `isolation="strict"` refuses to run
+    the script (exit 1, SandboxError) unless every hardening layer is in force; `result.layers`
+    says which were.
     """
     import transpiler
 
@@ -96,13 +100,13 @@ def run_script(
     deadline = time.monotonic() + timeout
     service = FilesService(VirtualFS(mount_table), deadline=deadline)
     handlers = LANGUAGE_HANDLERS[lang](service)
-    outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang)
+    outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang, isolation=isolation)
 
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
     figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
     figures["wall_s"] = time.monotonic() - wall_started
     figures["broker_peak_rss_kib"] = peak_rss_kib()
-    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures)
+    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures, layers=outcome.layers)
     if outcome.status == "ok":
         return result
 

@@ -45,7 +45,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
     run.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
     run.add_argument("--lang", choices=sorted(set(LANGUAGES.values())), help="language (default: by extension)")
-    run.add_argument("--verbose", action="store_true", help="print timings and resource figures to stderr")
+    run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
+    run.add_argument(
+        "--isolation", choices=("best", "strict"), default="best",
+        help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
+    )
+    doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
+    doctor.add_argument("--timeout", type=float, default=10.0, metavar="S", help=argparse.SUPPRESS)
+    audit = commands.add_parser("audit", help="run plain Python in the hardened worker (no transpiler) and report what it did")
+    audit.add_argument("script", help="a Python file")
+    audit.add_argument("--mode", choices=("os", "restricted"), default="restricted",
+                       help="restricted: compile with RestrictedPython and the FilesDSL guards (default); os: plain Python")
+    audit.add_argument("--root", "--sandbox-root", dest="root", default=None, help="directory mounted at / for the broker's file ops")
+    audit.add_argument("--timeout", type=float, default=10.0, metavar="S", help="wall-clock limit in seconds (default 10)")
+    audit.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
+    audit.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
+    audit.add_argument("--layers", default=None, metavar="L1,L2",
+                       help="apply only these hardening layers, to audit each alone (default: all)")
     return parser
 
 
@@ -83,20 +99,94 @@ def command_run(args) -> int:
         memory_mb=args.memory,
         max_output=args.max_output,
         on_output=emit,
+        isolation=args.isolation,
     )
     sys.stdout.flush()
     if result.error:
         print(result.error, file=sys.stderr)
     if args.verbose:
+        layers = result.layers or {}
+        shown_layers = ", ".join(f"{name}={status}" for name, status in layers.items()) or "not reported"
+        print(f"[fdsl] layers: {shown_layers}", file=sys.stderr)
         for name, value in result.figures.items():
             shown = f"{value * 1000:.1f} ms" if name.endswith("_s") and value is not None else value
             print(f"[fdsl] {name}: {shown}", file=sys.stderr)
     return result.exit_code
 
 
+def command_doctor(args) -> int:
+    from runtime.audit import describe_layers, probe_layers
+    from sandbox_worker.hardening import missing_layers
+
+    layers = probe_layers(timeout=args.timeout)
+    print("Hardening layers of the worker on this machine:")
+    for line in describe_layers(layers):
+        print("  " + line)
+    missing = missing_layers(layers)
+    if missing:
+        print(f"{len(missing)} layer(s) missing: `fdsl run` works (isolation best) but `--isolation strict` will refuse.")
+        return 1
+    print("All layers in force: `fdsl run --isolation strict` will run.")
+    return 0
+
+
+def command_audit(args) -> int:
+    from runtime.audit import audit, describe_layers
+    from sandbox_worker.hardening import LAYERS
+
+    script = Path(args.script)
+    try:
+        source = script.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such script: {args.script}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{args.script} is a directory, not a script") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{args.script} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.script}: {exc.strerror}") from None
+    if args.root is not None and not Path(args.root).is_dir():
+        raise UsageError(f"--root {args.root}: not a directory")
+    if args.timeout <= 0 or args.memory <= 0 or args.max_output < 0:
+        raise UsageError("--timeout and --memory must be positive, --max-output not negative")
+    layers = None
+    if args.layers is not None:
+        layers = frozenset(name.strip() for name in args.layers.split(",") if name.strip())
+        unknown = sorted(layers - set(LAYERS))
+        if unknown:
+            raise UsageError(f"--layers: unknown layer(s) {', '.join(unknown)} (known: {', '.join(LAYERS)})")
+
+    def emit(text: str) -> None:
+        sys.stdout.write(text)
+
+    result = audit(
+        source, mode=args.mode, root=args.root, timeout=args.timeout, memory_mb=args.memory,
+        max_output=args.max_output, layers=layers, on_output=emit,
+    )
+    sys.stdout.flush()
+    report = sys.stderr
+    print(f"[audit] mode: {args.mode}", file=report)
+    for line in describe_layers(result.layers or {}):
+        print(f"[audit] layer {line}", file=report)
+    error = result.error or {}
+    detail = f"{error.get('kind')}: {error.get('msg')}" if error else ""
+    verdict = {
+        "completed": "the script ran to its end: everything it printed, it managed to do",
+        "failed": f"the script was stopped: {detail}",
+        "timeout": f"the script was stopped at the deadline: {detail}",
+        "crash": f"THE WORKER CRASHED (not a success): {detail}",
+    }[result.outcome]
+    print(f"[audit] outcome: {result.outcome}: {verdict}", file=report)
+    return result.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "doctor":
+            return command_doctor(args)
+        if args.command == "audit":
+            return command_audit(args)
         return command_run(args)
     except UsageError as exc:
         print(f"fdsl: {exc}", file=sys.stderr)

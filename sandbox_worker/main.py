@@ -74,6 +74,17 @@ def classify(exc: BaseException, limits: dict) -> tuple[str, str]:
     return "RuntimeError", f"{type(exc).__name__}: {exc}"
 
 
+def output_print(client: BrokerClient):
+    """print() for mode "os": fd 1 is the pipe, so output travels as "out" frames."""
+
+    def print_(*values, sep=" ", end="\n", file=None, flush=False):
+        if file is not None:
+            return print(*values, sep=sep, end=end, file=file, flush=flush)
+        client.output((" " if sep is None else str(sep)).join(map(str, values)) + ("\n" if end is None else str(end)))
+
+    return print_
+
+
 def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "fdsl") -> dict | None:
     """Compile and execute the module; the failure to report, or None.
 
@@ -85,7 +96,7 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
             code_object = compile(code, SCRIPT_FILENAME, "exec")
         except SyntaxError as exc:
             return {"kind": "RuntimeError", "msg": f"SyntaxError: {exc.msg}", "line": exc.lineno, "col": exc.offset}
-        namespace = {"__builtins__": __builtins__, "broker": client}
+        namespace = {"__builtins__": __builtins__, "broker": client, "print": output_print(client)}
     else:
         compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
         if compiled.errors or compiled.code is None:

@@ -1,0 +1,113 @@
+"""`fdsl doctor` and `fdsl audit`: which hardening layers are in force, and what raw Python can do.
+
+`probe_layers()` starts a real worker with an empty script and returns the layers it reports
+having applied: the doctor's answer is what a run gets on this machine, not a guess.
+
+`audit(code, mode=...)` runs plain Python in the hardened worker with the transpiler bypassed:
+mode "restricted" still compiles it with RestrictedPython and runs it with the FilesDSL
+guards; mode "os" runs it with full builtins (and a `broker` object for the pipe), so the
+process layers can be audited on their own. `layers` (trusted side only) leaves some out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from runtime.broker import Broker
+from runtime.supervisor import Limits, WorkerResult, run_worker
+from sandbox_worker.hardening import LAYERS, is_active
+
+EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 124
+
+# Why a layer matters, for the doctor's listing.
+LAYER_PURPOSE = {
+    "netns": "no network (new network namespace)",
+    "uid": "no root (drop to nobody)",
+    "no_new_privs": "no privilege gain through exec",
+    "landlock": "no filesystem access (Landlock)",
+    "seccomp": "no exec, fork, sockets, ptrace, mount... (seccomp filter)",
+    "rlimits": "no writes, no descriptors, CPU and memory caps (rlimits)",
+}
+
+
+@dataclass
+class AuditResult:
+    exit_code: int
+    outcome: str  # "completed" | "failed" | "timeout" | "crash"
+    output: str
+    error: dict | None = None
+    layers: dict | None = None
+    figures: dict = field(default_factory=dict)
+
+
+def broker_for(root: str | Path | None, deadline: float) -> Broker:
+    """The FilesDSL broker over `root` mounted read-only at `/` (just ping without a root)."""
+    if root is None:
+        return Broker({"ping": lambda: None})
+    from runtime.api import file_handlers
+    from runtime.files import FilesService
+    from runtime.vfs import VirtualFS
+
+    service = FilesService(VirtualFS([("/", Path(root), False)]), deadline=deadline)
+    return Broker(file_handlers(service))
+
+
+def audit(
+    code: str,
+    *,
+    mode: str = "restricted",
+    root: str | Path | None = None,
+    timeout: float = 10.0,
+    memory_mb: int = 256,
+    max_output: int = 1_000_000,
+    layers: frozenset[str] | None = None,
+    on_output: Callable[[str], None] | None = None,
+) -> AuditResult:
+    if mode not in ("os", "restricted"):
+        raise ValueError(f"mode must be 'os' or 'restricted', not {mode!r}")
+    chunks: list[str] = []
+
+    def collect(text: str) -> None:
+        chunks.append(text)
+        if on_output is not None:
+            on_output(text)
+
+    deadline = time.monotonic() + timeout
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
+    result = run_worker(code, broker_for(root, deadline), limits, deadline, collect, mode=mode, layers=layers)
+    return AuditResult(
+        exit_code=exit_code_of(result),
+        outcome={"ok": "completed", "error": "failed", "timeout": "timeout"}.get(result.status, "crash"),
+        output="".join(chunks),
+        error=result.error,
+        layers=result.layers,
+        figures=result.figures,
+    )
+
+
+def exit_code_of(result: WorkerResult) -> int:
+    if result.status == "ok":
+        return EXIT_OK
+    return EXIT_TIMEOUT if result.status == "timeout" else EXIT_FAILED
+
+
+def probe_layers(timeout: float = 10.0) -> dict:
+    """Start a real worker with an empty script; the layers it applied (or why it failed)."""
+    result = audit("", mode="os", timeout=timeout)
+    if result.layers is None:
+        message = (result.error or {}).get("msg", "no report")
+        return {name: f"missing: the worker did not report its layers ({message})" for name in LAYERS}
+    return result.layers
+
+
+def describe_layers(layers: dict) -> list[str]:
+    """One line per layer: name, state, status text."""
+    lines = []
+    for name in LAYERS:
+        status = layers.get(name, "missing: not reported")
+        mark = "ok " if is_active(status) else ("off" if status == "off" else "MISSING")
+        lines.append(f"{name:<13} {mark:<8} {status}  [{LAYER_PURPOSE.get(name, '')}]")
+    return lines
