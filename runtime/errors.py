@@ -32,3 +32,41 @@ class DeadlineExceeded(ScriptError):
     """The run's wall-clock deadline passed while the broker was working for the script."""
 
     kind = "TimeoutError"
+
+
+# --------------------------------------------------------------------------- the Sandbox's errors
+# (seed: filesystem-sandbox-api). Every message names virtual paths only and says what IS allowed.
+
+
+class InvalidPathError(SandboxError):
+    """A path string that cannot name a file: NUL or control characters, lone surrogates,
+    too long. Not PathNotInSandboxError: nothing was refused by the policy."""
+
+    kind = "RuntimeError"
+
+
+class PathNotWritableError(SandboxError):
+    """A write (write, edit, delete, move, copy destination) to a path that is read-only."""
+
+
+class SuffixNotAllowedError(SandboxError):
+    """The file's extension is not in its mount's `suffixes` list."""
+
+
+class FileTooLargeError(SandboxError):
+    """The file (or the content to write) exceeds its mount's `max_file_bytes`."""
+
+
+class ApprovalDeniedError(SandboxError):
+    """An operation that needs approval was refused, or nobody could be asked."""
+
+
+class EditError(SandboxError):
+    """edit(): the old text was not found, or found more than once. A script mistake, not a
+    policy refusal, so it travels as a RuntimeError."""
+
+    kind = "RuntimeError"
+
+
+class SandboxConfigError(ValueError):
+    """A bad sandbox configuration: one line naming the field (`mounts[1].mount_point: ...`)."""

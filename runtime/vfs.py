@@ -1,31 +1,23 @@
-"""The virtual filesystem: script paths -> host paths, and nothing the other way.
+"""The virtual filesystem: script paths -> files opened safely, and nothing the other way.
 
-Scripts name files by *virtual* paths ("data/a.txt", "/data/a.txt", "./data/../data/a.txt").
-Every virtual path is absolute under "/" (a relative path is relative to "/"), and every host
-directory is reachable only through a mount. All resolution happens in `VirtualFS.resolve`;
-a later issue replaces this module's policy with the full `Sandbox`, keeping that entry point.
+VirtualFS is the reading and walking layer over a `runtime.sandbox.Sandbox`, which owns every
+rule about paths (normalization, mounts, symlinks, derive, suffixes, sizes; see its module
+docstring). FilesDSL shows paths relative to "/" without a leading slash ("data/a.txt"; the
+root itself is "."); the Sandbox's own API uses "/data/a.txt".
 
-Rules (decided here, tested in tests/runtime/test_vfs.py):
-
-- Normalization is component-wise: "" and "." components are dropped, ".." pops one. A ".."
-  at the root is refused with PathNotInSandboxError ("path '../x' climbs above the root"):
-  it is never clamped.
-- "/etc/passwd" is the virtual path /etc/passwd under the root mount, not a host path.
-- NUL and other control characters (U+0000-U+001F, U+007F) are refused with a ScriptError.
-- A backslash is an ordinary character of a file name (this is POSIX): "a\\b" is one
-  component named "a\\b", never a separator.
-- The canonical form shown to scripts is relative to "/" without a leading slash
-  ("data/a.txt"); the root itself is ".".
-- The most specific mount wins ("/docs/x" uses the "/docs" mount over "/").
-- Symlinks are followed only while they stay inside their mount: the joined host path is
-  realpath'ed and must lie inside the realpath of the mount directory. Otherwise the path is
-  refused with "path 'link' leads outside the sandbox" (also when the outside target does not
-  exist, so that the refusal is not an existence oracle for host files). A dangling symlink
-  whose target would be inside is "no such file".
-- Files are opened by their resolved real path with O_NOFOLLOW|O_NONBLOCK, and fstat'ed: only
-  regular files are read (a FIFO is refused, it could block the broker).
-- Directory walks never follow directory symlinks (no cycles, no escapes); file symlinks that
-  stay inside are listed as files; symlinks leaving the mount are skipped silently.
+- Files are opened relative to their mount's directory descriptor with no symlink followed
+  (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where available), O_NONBLOCK, and fstat'ed:
+  only regular files are read (a FIFO is refused, it could block the broker). stat() goes
+  through an O_PATH descriptor opened the same way.
+- A symlink is followed only while it stays inside its own mount (and the policy); otherwise
+  "path 'link' leads outside the sandbox", also when the outside target does not exist, so a
+  refusal is never an existence oracle for host files. A dangling symlink inside is "no such file".
+- Directory walks open each directory beneath its mount's descriptor, never follow directory
+  symlinks (no cycles, no escapes), list file symlinks that stay inside as files, and report
+  symlinks leaving the sandbox with the target "(outside the sandbox)".
+- A mount with `suffixes` only lets files with those suffixes be read (walks skip the others);
+  `max_file_bytes` bounds what is read; a mount with `read_approval` asks the run's approver
+  (no approver: refused).
 
 No host path ever appears in a return value or an error message of this module.
 """
@@ -38,31 +30,27 @@ import re
 import stat as statmod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
-from runtime.errors import PathNotInSandboxError, ScriptError
+from runtime import safeio
+from runtime.errors import ApprovalDeniedError, FileTooLargeError, PathNotInSandboxError, SandboxError, ScriptError
+from runtime.sandbox import MAX_PATH_CHARS, Location, MountState, Sandbox, config_from_data
 
-MAX_PATH_CHARS = 4096
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | safeio.O_NONBLOCK
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-@dataclass(frozen=True)
-class Mount:
-    point: tuple[str, ...]  # virtual components, () for "/"
-    host: str  # realpath of the host directory
-    writable: bool
+Mount = MountState  # the mount a path resolved to (.point, .host, .mount: the config)
 
 
 @dataclass(frozen=True)
 class Resolved:
     """A resolved virtual path."""
 
-    parts: tuple[str, ...]  # canonical virtual components
+    parts: tuple[str, ...]  # canonical virtual components (as asked, links not followed)
     vpath: str  # canonical virtual string ("." for the root)
-    mount: Mount
-    host: str  # the joined host path (may be a symlink itself)
-    real: str  # realpath of `host`, inside mount.host
+    mount: MountState
+    host: str  # host path of the canonical (link-free) location: a cache key, never shown
+    real: str  # same as host (kept for callers of the first implementation)
+    loc: Location
 
 
 @dataclass(slots=True)
@@ -75,8 +63,9 @@ class WalkEntry:
     kind: str  # "file" | "directory" | "symlink" | "other" (lstat kind, symlinks not followed)
     lst: os.stat_result  # lstat of the entry
     st: os.stat_result | None  # stat following a symlink that stays inside (None otherwise)
-    real: str | None  # host realpath when it stays inside the mount (None for escapes)
+    real: str | None  # host path of what it names when inside (a cache key; None for escapes)
     link_target: str | None  # for symlinks: virtual target or "(outside the sandbox)"
+    loc: Location | None = None  # where to open it (None for escapes)
 
 
 OUTSIDE = "(outside the sandbox)"
@@ -86,14 +75,6 @@ def to_virtual(parts: tuple[str, ...] | list[str]) -> str:
     """Canonical virtual string: 'data/a.txt', or '.' for the root."""
     return "/".join(parts) if parts else "."
 
-
-def _is_inside(path: str, root: str) -> bool:
-    if path == root:
-        return True
-    try:
-        return os.path.commonpath([path, root]) == root
-    except ValueError:
-        return False
 
 
 def _kind_of(mode: int) -> str:
@@ -106,94 +87,87 @@ def _kind_of(mode: int) -> str:
     return "other"
 
 
+def _abs(parts) -> str:
+    return "/" + "/".join(parts)
+
+
 class VirtualFS:
-    def __init__(self, mounts: list[tuple[str, str | Path, bool]]) -> None:
-        if not mounts:
-            raise ValueError("at least one mount is required")
-        parsed: list[Mount] = []
-        for point, host, writable in mounts:
-            if not isinstance(point, str) or not point.startswith("/"):
-                raise ValueError(f"mount point must start with '/': {point!r}")
-            parts = tuple(p for p in point.split("/") if p)
-            if any(p in (".", "..") for p in parts):
-                raise ValueError(f"mount point must be normalized: {point!r}")
-            real = os.path.realpath(os.fspath(host))
-            if not os.path.isdir(real):
-                raise ValueError(f"mount host directory does not exist: {host}")
-            if any(m.point == parts for m in parsed):
-                raise ValueError(f"duplicate mount point {point!r}")
-            parsed.append(Mount(parts, real, bool(writable)))
-        # Most specific first.
-        self.mounts: list[Mount] = sorted(parsed, key=lambda m: len(m.point), reverse=True)
+    """Reads and walks through a Sandbox.
+
+    `VirtualFS(sandbox)`, or `VirtualFS([(mount_point, host_dir, writable), ...])` which builds a
+    SandboxConfig (mode "rw"/"ro", no approvals) for callers of the first implementation.
+    `approve(description) -> bool` is asked before reading from a mount with read_approval."""
+
+    def __init__(self, mounts, approve: Callable[[str], bool] | None = None) -> None:
+        if isinstance(mounts, Sandbox):
+            self.sandbox = mounts
+        else:
+            mounts = list(mounts)
+            if not mounts:
+                raise ValueError("at least one mount is required")
+            config = config_from_data(
+                {
+                    "mounts": [
+                        {"host_path": os.path.abspath(os.fspath(host)), "mount_point": point,
+                         "mode": "rw" if writable else "ro", "write_approval": False}
+                        for point, host, writable in mounts
+                    ]
+                }
+            )
+            self.sandbox = Sandbox(config)
+        self.approve = approve
+        self._approved: set[str] = set()
 
     # ----------------------------------------------------------------- normalization
 
     @staticmethod
     def normalize(path: str) -> tuple[str, ...]:
-        """Virtual components of a script path (see module docstring)."""
-        if not isinstance(path, str):
-            raise ScriptError(f"a path must be a string, not {type(path).__name__}")
-        if len(path) > MAX_PATH_CHARS:
-            raise ScriptError(f"path is too long ({len(path)} characters, at most {MAX_PATH_CHARS})")
-        bad = _CONTROL.search(path)
-        if bad:
-            raise ScriptError(f"path {path!r} contains a control character ({bad.group()!r})")
-        parts: list[str] = []
-        for comp in path.split("/"):
-            if comp in ("", "."):
-                continue
-            if comp == "..":
-                if not parts:
-                    raise PathNotInSandboxError(f"path {path!r} climbs above the root")
-                parts.pop()
-            else:
-                parts.append(comp)
-        return tuple(parts)
+        """Virtual components of a script path (see runtime/sandbox.py)."""
+        return Sandbox.split(path)
 
     def canonical(self, path: str) -> str:
         return to_virtual(self.normalize(path))
 
-    def mount_for(self, parts: tuple[str, ...]) -> Mount | None:
-        for m in self.mounts:
-            if parts[: len(m.point)] == m.point:
-                return m
-        return None
+    def mount_for(self, parts: tuple[str, ...]) -> MountState | None:
+        return self.sandbox.mount_for(parts)
 
     # ----------------------------------------------------------------- resolution
 
     def resolve(self, path: str) -> Resolved:
-        """Resolve a script path. The result may not exist; symlink escapes are refused."""
-        parts = self.normalize(path)
-        vpath = to_virtual(parts)
-        mount = self.mount_for(parts)
-        if mount is None:
-            raise PathNotInSandboxError(f"path {vpath!r} is outside every mount")
-        rest = parts[len(mount.point):]
-        host = os.path.join(mount.host, *rest) if rest else mount.host
-        real = os.path.realpath(host)
-        if not _is_inside(real, mount.host):
-            raise PathNotInSandboxError(f"path {vpath!r} leads outside the sandbox")
-        return Resolved(parts, vpath, mount, host, real)
+        """Resolve a script path for reading. The result may not exist; escapes are refused."""
+        loc = self.sandbox._locate(path, op="read")
+        return self._resolved(loc)
+
+    @staticmethod
+    def _resolved(loc: Location) -> Resolved:
+        host = loc.host
+        return Resolved(loc.requested, to_virtual(loc.requested), loc.mount, host, host, loc)
+
+    def _fstat(self, res: Resolved, missing: str) -> os.stat_result:
+        loc = res.loc
+        for _ in range(3):
+            try:
+                fd = self.sandbox.open_location(loc, safeio.O_PATH)
+            except safeio.Raced:
+                loc = self.sandbox._locate(_abs(res.parts), op="read")
+                continue
+            except (FileNotFoundError, NotADirectoryError):
+                raise ScriptError(f"{missing}: {res.vpath}") from None
+            except OSError as exc:
+                raise ScriptError(f"cannot access {res.vpath}: {exc.strerror or 'error'}") from None
+            try:
+                return os.fstat(fd)
+            finally:
+                os.close(fd)
+        raise ScriptError(f"{res.vpath} changed while it was being opened; try again")
 
     def stat(self, res: Resolved) -> os.stat_result:
         """stat of a resolved path; ScriptError 'no such file' if missing (or dangling)."""
-        try:
-            return os.stat(res.real)
-        except FileNotFoundError:
-            raise ScriptError(f"no such file or directory: {res.vpath}") from None
-        except NotADirectoryError:
-            raise ScriptError(f"no such file or directory: {res.vpath}") from None
-        except OSError as exc:
-            raise ScriptError(f"cannot access {res.vpath}: {exc.strerror or 'error'}") from None
+        return self._fstat(res, "no such file or directory")
 
     def resolve_file(self, path: str) -> tuple[Resolved, os.stat_result]:
         res = self.resolve(path)
-        try:
-            st = os.stat(res.real)
-        except (FileNotFoundError, NotADirectoryError):
-            raise ScriptError(f"no such file: {res.vpath}") from None
-        except OSError as exc:
-            raise ScriptError(f"cannot access {res.vpath}: {exc.strerror or 'error'}") from None
+        st = self._fstat(res, "no such file")
         if statmod.S_ISDIR(st.st_mode):
             raise ScriptError(f"{res.vpath} is a directory, not a file")
         if not statmod.S_ISREG(st.st_mode):
@@ -202,53 +176,86 @@ class VirtualFS:
 
     def resolve_dir(self, path: str) -> tuple[Resolved, os.stat_result]:
         res = self.resolve(path)
-        try:
-            st = os.stat(res.real)
-        except (FileNotFoundError, NotADirectoryError):
-            raise ScriptError(f"no such directory: {res.vpath}") from None
-        except OSError as exc:
-            raise ScriptError(f"cannot access {res.vpath}: {exc.strerror or 'error'}") from None
+        st = self._fstat(res, "no such directory")
         if not statmod.S_ISDIR(st.st_mode):
             raise ScriptError(f"{res.vpath} is a file, not a directory")
         return res, st
 
+    # ----------------------------------------------------------------- policy on reads
+
+    def check_readable(self, loc: Location, vpath: str, size: int | None) -> None:
+        """Suffix, size and read approval of the mount the file lives in."""
+        mount = loc.mount.mount
+        shown = _abs(loc.requested)
+        self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=shown)
+        if size is not None:
+            self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
+        if mount.read_approval:
+            description = f"Read from {shown}"
+            if description in self._approved:
+                return
+            if self.approve is None:
+                raise ApprovalDeniedError(f"{description} needs approval and no one can approve it in this run")
+            if not self.approve(description):
+                raise ApprovalDeniedError(f"{description} was not approved")
+            self._approved.add(description)
+
+    def suffix_allowed(self, loc: Location) -> bool:
+        suffixes = loc.mount.mount.suffixes
+        if suffixes is None:
+            return True
+        name = loc.parts[-1] if loc.parts else ""
+        dot = name.rfind(".")
+        return (name[dot:].lower() if dot > 0 else "") in suffixes
+
+    # ----------------------------------------------------------------- reading
+
+    def _open_read(self, loc: Location, vpath: str) -> int:
+        try:
+            return self.sandbox.open_location(loc, _READ_FLAGS)
+        except safeio.Raced:
+            raise ScriptError(f"{vpath} changed while it was being opened; try again") from None
+        except (FileNotFoundError, NotADirectoryError):
+            raise ScriptError(f"no such file: {vpath}") from None
+        except OSError as exc:
+            if exc.errno == errno.EISDIR:
+                raise ScriptError(f"{vpath} is a directory, not a file") from None
+            raise ScriptError(f"cannot open {vpath}: {exc.strerror or 'error'}") from None
+
     def read_bytes(self, res: Resolved, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
-        """Read a regular file by its resolved real path (O_NOFOLLOW|O_NONBLOCK, fstat'ed).
+        """Read a regular file beneath its mount (no symlink followed, O_NONBLOCK, fstat'ed).
         A file larger than max_bytes raises OverflowError(size): the caller owns the limit."""
-        fd = self._open(res.real, res.vpath)
+        fd = self._open_read(res.loc, res.vpath)
         try:
             st = os.fstat(fd)
             if statmod.S_ISDIR(st.st_mode):
                 raise ScriptError(f"{res.vpath} is a directory, not a file")
             if not statmod.S_ISREG(st.st_mode):
                 raise ScriptError(f"{res.vpath} is not a regular file")
+            self.check_readable(res.loc, res.vpath, st.st_size)
             if max_bytes is not None and st.st_size > max_bytes:
                 raise OverflowError(st.st_size)
-            return self._read_fd(fd, st.st_size, max_bytes, res.vpath), st
+            limit = _min_limit(max_bytes, res.loc.mount.mount.max_file_bytes)
+            return self._read_fd(fd, st.st_size, limit, res.vpath, res.loc), st
         finally:
             os.close(fd)
 
     def read_entry(self, entry: WalkEntry, max_bytes: int | None = None) -> bytes:
-        """Read a regular file met in a walk (its stat is known: no fstat). A file swapped
-        for a directory or a FIFO since the walk fails or reads nothing; never blocks."""
-        assert entry.real is not None and entry.st is not None
-        fd = self._open(entry.real, entry.vpath)
+        """Read a regular file met in a walk. A file swapped for a directory, a FIFO or a
+        symlink since the walk fails or reads nothing; never blocks, never follows."""
+        assert entry.loc is not None and entry.st is not None
+        self.check_readable(entry.loc, entry.vpath, entry.st.st_size)
+        fd = self._open_read(entry.loc, entry.vpath)
         try:
-            return self._read_fd(fd, entry.st.st_size, max_bytes, entry.vpath)
+            st = os.fstat(fd)
+            if not statmod.S_ISREG(st.st_mode):
+                raise ScriptError(f"{entry.vpath} is not a regular file")
+            limit = _min_limit(max_bytes, entry.loc.mount.mount.max_file_bytes)
+            return self._read_fd(fd, st.st_size, limit, entry.vpath, entry.loc)
         finally:
             os.close(fd)
 
-    @staticmethod
-    def _open(real: str, vpath: str) -> int:
-        try:
-            return os.open(real, _OPEN_FLAGS)
-        except FileNotFoundError:
-            raise ScriptError(f"no such file: {vpath}") from None
-        except OSError as exc:
-            raise ScriptError(f"cannot open {vpath}: {exc.strerror or 'error'}") from None
-
-    @staticmethod
-    def _read_fd(fd: int, size_hint: int, max_bytes: int | None, vpath: str) -> bytes:
+    def _read_fd(self, fd: int, size_hint: int, max_bytes: int | None, vpath: str, loc: Location | None = None) -> bytes:
         try:
             data = os.read(fd, size_hint + 1)
             if len(data) <= size_hint:
@@ -257,6 +264,8 @@ class VirtualFS:
             total = len(data)
             while True:  # the file grew: keep reading, bounded by max_bytes
                 if max_bytes is not None and total > max_bytes:
+                    if loc is not None:
+                        self.check_readable(loc, vpath, total)
                     raise OverflowError(total)
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
@@ -272,70 +281,83 @@ class VirtualFS:
 
     # ----------------------------------------------------------------- listings
 
-    def _link_target(self, mount: Mount, host_entry: str) -> tuple[str | None, str]:
-        """(real path if inside the mount else None, virtual target or OUTSIDE)."""
-        real = os.path.realpath(host_entry)
-        if not _is_inside(real, mount.host):
-            return None, OUTSIDE
-        rel = os.path.relpath(real, mount.host)
-        rel_parts = () if rel == "." else tuple(rel.split(os.sep))
-        return real, to_virtual(mount.point + rel_parts)
-
-    def _child_mounts(self, parts: tuple[str, ...]) -> dict[str, Mount]:
+    def _child_mounts(self, parts: tuple[str, ...]) -> dict[str, MountState]:
         """Mounts whose point is a direct child of the virtual directory `parts`."""
         out = {}
-        for m in self.mounts:
+        for m in self.sandbox.mounts:
             if len(m.point) == len(parts) + 1 and m.point[: len(parts)] == parts:
                 out[m.point[-1]] = m
         return out
 
+    def _link(self, vparts: tuple[str, ...]) -> tuple[Location | None, os.stat_result | None, str]:
+        """(location, stat) of what a symlink names when it stays inside, and its shown target."""
+        try:
+            loc = self.sandbox._locate(_abs(vparts), op="read")
+        except SandboxError:
+            return None, None, OUTSIDE
+        except ScriptError:  # a loop
+            return None, None, OUTSIDE
+        st = None
+        if loc.exists:
+            try:
+                fd = self.sandbox.open_location(loc, safeio.O_PATH)
+                try:
+                    st = os.fstat(fd)
+                finally:
+                    os.close(fd)
+            except (OSError, safeio.Raced):
+                st = None
+        return loc, st, to_virtual(loc.parts)
+
     def list_dir(self, dir_res: Resolved) -> list[WalkEntry]:
         """Entries of one directory, sorted by name. Unreadable entries are skipped."""
-        return list(self._scan(dir_res.parts, dir_res.mount, dir_res.real, dir_res.parts))
+        return list(self._scan(dir_res.parts, dir_res.loc))
 
-    def _scan(self, base_parts: tuple[str, ...], mount: Mount, real_dir: str,
-              parts: tuple[str, ...]) -> Iterator[WalkEntry]:
+    def _scan(self, base_parts: tuple[str, ...], dir_loc: Location) -> Iterator[WalkEntry]:
+        parts = dir_loc.requested
         entries: list[WalkEntry] = []
-        child_mounts = self._child_mounts(parts)
+        child_mounts = self._child_mounts(dir_loc.parts)
         vprefix = "/".join(parts) + "/" if parts else ""
         rel_parts = parts[len(base_parts):]
         rprefix = "/".join(rel_parts) + "/" if rel_parts else ""
+        mount = dir_loc.mount
         try:
-            it = os.scandir(real_dir)
-        except OSError:
-            it = None
-        if it is not None:
-            with it:
-                for de in it:
-                    name = de.name
-                    if name in child_mounts:
-                        continue  # shadowed by a mount
-                    if _CONTROL.search(name):
-                        continue  # not addressable by a script path
-                    try:
-                        lst = de.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    kind = _kind_of(lst.st_mode)
-                    host_entry = de.path
-                    target = None
-                    if kind == "symlink":
-                        st: os.stat_result | None = None
-                        real, target = self._link_target(mount, host_entry)
-                        if real is not None:
-                            try:
-                                st = os.stat(real)
-                            except OSError:
-                                st = None
-                    else:
-                        st, real = lst, host_entry
-                    entries.append(WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target))
-        for name, m in child_mounts.items():
+            fd = self.sandbox.open_location(dir_loc, os.O_RDONLY | safeio.O_DIRECTORY)
+        except (OSError, safeio.Raced):
+            fd = None
+        if fd is not None:
             try:
-                lst = os.stat(m.host)
-            except OSError:
+                with os.scandir(fd) as it:
+                    for de in it:
+                        name = de.name
+                        if name in child_mounts:
+                            continue  # shadowed by a mount
+                        if _CONTROL.search(name) or "\udc80" <= max(name) and any("\ud800" <= c <= "\udfff" for c in name):
+                            continue  # not addressable by a script path
+                        try:
+                            lst = de.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        kind = _kind_of(lst.st_mode)
+                        own = dir_loc.parts + (name,)
+                        target = None
+                        if kind == "symlink":
+                            loc, st, target = self._link(parts + (name,))
+                            real = loc.host if loc is not None else None
+                        else:
+                            loc = Location(parts + (name,), own, mount, True)
+                            st, real = lst, loc.host
+                        entries.append(WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc))
+            finally:
+                os.close(fd)
+        for name, m in child_mounts.items():
+            loc = Location(parts + (name,), m.point, m, True)
+            try:
+                mfd = self.sandbox.mount_fd(m)
+                lst = os.fstat(mfd)
+            except (OSError, ScriptError):
                 continue
-            entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, m.host, None))
+            entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, m.host, None, loc))
         entries.sort(key=lambda e: e.name)
         return iter(entries)
 
@@ -343,26 +365,36 @@ class VirtualFS:
         """Entries under a directory, depth-first, each directory's entries in name order
         (callers sort by path). Directory symlinks are reported, never entered.
         `check` is called before each directory is read (deadline checks)."""
-        stack: list[tuple[tuple[str, ...], Mount, str]] = [(dir_res.parts, dir_res.mount, dir_res.real)]
+        stack: list[Location] = [dir_res.loc]
         base = dir_res.parts
         visited: set[tuple[int, int]] = set()
         while stack:
-            parts, mount, real_dir = stack.pop()
+            loc = stack.pop()
             if check is not None:
                 check()
             try:
-                st = os.stat(real_dir)
-                key = (st.st_dev, st.st_ino)
-            except OSError:
+                fd = self.sandbox.open_location(loc, safeio.O_PATH | safeio.O_DIRECTORY)
+                try:
+                    st = os.fstat(fd)
+                finally:
+                    os.close(fd)
+            except (OSError, safeio.Raced):
                 continue
+            key = (st.st_dev, st.st_ino)
             if key in visited:
                 continue
             visited.add(key)
             subdirs = []
-            for entry in self._scan(base, mount, real_dir, parts):
+            for entry in self._scan(base, loc):
                 yield entry
-                if recursive and entry.kind == "directory" and entry.real is not None:
-                    vparts = tuple(entry.vpath.split("/"))
-                    sub_mount = self.mount_for(vparts) or mount
-                    subdirs.append((vparts, sub_mount, entry.real))
+                if recursive and entry.kind == "directory" and entry.loc is not None:
+                    subdirs.append(entry.loc)
             stack.extend(reversed(subdirs))
+
+
+def _min_limit(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)

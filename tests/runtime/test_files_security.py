@@ -55,7 +55,8 @@ def test_symlink_escapes_are_refused(world, path):
         with pytest.raises(PathNotInSandboxError) as err:
             call()
         msg = str(err.value)
-        assert msg == f"path {path!r} leads outside the sandbox"
+        # issue 3 item 4: a denial also says what IS allowed
+        assert msg == f"path {path!r} leads outside the sandbox. Readable: /. Writable: nothing (read-only)."
         assert str(tmp_path) not in msg and CANARY not in msg
 
 

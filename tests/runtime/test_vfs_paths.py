@@ -52,7 +52,8 @@ def test_normalization_table(path, canonical):
 def test_climbing_above_root_is_refused(svc, path):
     with pytest.raises(PathNotInSandboxError) as err:
         svc.file_read(path, None)
-    assert str(err.value) == f"path {path!r} climbs above the root"
+    # issue 3 item 4: a denial also says what IS allowed
+    assert str(err.value) == f"path {path!r} climbs above the root. Readable: /. Writable: nothing (read-only)."
 
 
 @pytest.mark.parametrize("path", ["a\x00b", "data/\nx", "x\x7f", "\tdata"])
