@@ -4,12 +4,38 @@
 imported lazily so that importing a submodule does not load PyMuPDF.
 """
 
-__all__ = ["run_script", "RunResult", "MountSpec"]
+# public name -> the submodule defining it (imported on first use)
+_EXPORTS = {
+    "run_script": "api",
+    "RunResult": "api",
+    "MountSpec": "api",
+    "Sandbox": "sandbox",
+    "SandboxConfig": "sandbox",
+    "Mount": "sandbox",
+    "load_config": "sandbox",
+    "SandboxError": "errors",
+    "PathNotInSandboxError": "errors",
+    "PathNotWritableError": "errors",
+    "SuffixNotAllowedError": "errors",
+    "FileTooLargeError": "errors",
+    "EditError": "errors",
+    "ApprovalDeniedError": "errors",
+    "SandboxConfigError": "errors",
+    "FileSystemToolset": "toolset",
+    "ReadResult": "toolset",
+    "ApprovalResult": "toolset",
+    "FileEntry": "listing",
+    "DirectoryEntry": "listing",
+    "SymbolicLinkEntry": "listing",
+    "OtherEntry": "listing",
+}
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name in __all__:
-        from runtime import api
+    module = _EXPORTS.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(api, name)
+        return getattr(importlib.import_module(f"runtime.{module}"), name)
     raise AttributeError(f"module 'runtime' has no attribute {name!r}")

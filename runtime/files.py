@@ -167,18 +167,13 @@ class FilesService:
         }
 
     def _entry(self, e: WalkEntry) -> dict:
-        st = e.lst
-        out = {
-            "@type": _ENTRY_TYPES[e.kind],
-            "type": e.kind,
-            "name": e.name,
-            "path": e.vpath,
-            "size": st.st_size,
-            "lastModified": int(st.st_mtime_ns // 1_000_000),
-            "modified": iso_utc(st.st_mtime),
-        }
-        if e.kind == "symlink":
-            out["target"] = e.link_target
+        """The structured entry (runtime/listing.py) with FilesDSL's paths ("docs/a.md") and
+        two extra fields the DSL shows: "type" (file, directory, symlink, other) and "modified"."""
+        from runtime.listing import entry_of
+
+        out = entry_of(e, "relative").to_json()
+        out["type"] = e.kind
+        out["modified"] = iso_utc(e.lst.st_mtime)
         return out
 
     def _too_many(self, what: str, vpath: str) -> LimitError:
@@ -190,8 +185,10 @@ class FilesService:
     def _regular_files(self, dir_res: Resolved, recursive: bool):
         """(WalkEntry, stat) for regular files (incl. file symlinks staying inside)."""
         for e in self.vfs.walk(dir_res, recursive, check=self.check_deadline):
-            if e.st is None or e.real is None:
+            if e.st is None or e.real is None or e.loc is None:
                 continue
+            if not self.vfs.suffix_allowed(e.loc):
+                continue  # the mount's `suffixes` do not allow reading it
             if e.kind == "file" or (e.kind == "symlink" and e.st.st_mode & 0o170000 == 0o100000):
                 yield e, e.st
 

@@ -1,0 +1,112 @@
+"""Structured listings (seed: localfiles-v2): FileEntry, DirectoryEntry, SymbolicLinkEntry, OtherEntry.
+
+Each entry has `name`, the virtual `path`, `size` (lstat: a symlink's size is its target's
+length) and `lastModified` (epoch milliseconds); a SymbolicLinkEntry also has `target`: the
+virtual path it names when that stays inside the sandbox, else "(outside the sandbox)" (where
+it really points is never revealed). `to_json()` adds the "@type" field, as in the seed:
+
+    {"@type": "FileEntry", "name": "a.md", "path": "/docs/a.md", "size": 56, "lastModified": 1762473883050}
+
+`list_directory(path)` returns a directory's entries sorted by name; `find_files(path,
+recursive, glob)` the entries under it whose path relative to it matches the glob (see
+runtime/files.py for the glob rules), sorted by path; symlinks leaving the sandbox are not
+shown by find. Paths are absolute virtual paths ("/docs/a.md"); FilesDSL shows them relative
+to "/" ("docs/a.md") with the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.vfs import OUTSIDE, VirtualFS, WalkEntry
+
+
+class FileSystemEntry(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    name: str
+    path: str
+    size: int
+    last_modified: int = Field(alias="lastModified")
+
+    @property
+    def type_name(self) -> str:
+        return type(self).__name__
+
+    def to_json(self) -> dict:
+        return {"@type": type(self).__name__, **self.model_dump(by_alias=True)}
+
+
+class FileEntry(FileSystemEntry):
+    """A regular file."""
+
+
+class DirectoryEntry(FileSystemEntry):
+    """A directory (or a mount point)."""
+
+
+class SymbolicLinkEntry(FileSystemEntry):
+    """A symbolic link; `target` is virtual, or "(outside the sandbox)"."""
+
+    target: str
+
+
+class OtherEntry(FileSystemEntry):
+    """A socket, FIFO, device..."""
+
+
+ENTRY_CLASSES = {"file": FileEntry, "directory": DirectoryEntry, "symlink": SymbolicLinkEntry, "other": OtherEntry}
+
+
+def _shown(vpath: str, style: Literal["absolute", "relative"]) -> str:
+    if style == "relative":
+        return vpath
+    return "/" if vpath == "." else "/" + vpath
+
+
+def entry_of(e: WalkEntry, style: Literal["absolute", "relative"] = "absolute") -> FileSystemEntry:
+    """The structured entry of a walk entry; `style` chooses '/docs/a.md' or 'docs/a.md'."""
+    fields = {
+        "name": e.name,
+        "path": _shown(e.vpath, style),
+        "size": e.lst.st_size,
+        "lastModified": int(e.lst.st_mtime_ns // 1_000_000),
+    }
+    if e.kind == "symlink":
+        target = e.link_target or OUTSIDE
+        fields["target"] = target if target == OUTSIDE else _shown(target, style)
+    return ENTRY_CLASSES[e.kind](**fields)
+
+
+def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = 10_000) -> list[FileSystemEntry]:
+    """Entries of one directory, sorted by name."""
+    from runtime.files import FilesService
+
+    svc = FilesService(vfs, max_entries=max_entries)
+    res, _ = vfs.resolve_dir(path)
+    entries = vfs.list_dir(res)
+    if len(entries) > max_entries:
+        raise svc._too_many("list()", res.vpath)
+    return [entry_of(e) for e in entries]
+
+
+def find_files(vfs: VirtualFS, path: str, recursive: bool = True, glob: str = "**/*", *,
+               max_entries: int = 10_000) -> list[FileSystemEntry]:
+    """Entries under `path` whose relative path matches `glob`, sorted by path."""
+    from runtime.files import FilesService
+
+    svc = FilesService(vfs, max_entries=max_entries)
+    rx = svc._glob(glob)
+    res, _ = vfs.resolve_dir(path)
+    out = []
+    for e in vfs.walk(res, recursive):
+        if e.kind == "symlink" and e.real is None:
+            continue
+        if rx.match(e.rel):
+            out.append(e)
+            if len(out) > max_entries:
+                raise svc._too_many(f"find({glob!r})", res.vpath)
+    out.sort(key=lambda e: e.vpath)
+    return [entry_of(e) for e in out]
