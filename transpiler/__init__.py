@@ -1,4 +1,4 @@
-"""FilesDSL transpiler: script text in, RestrictedPython-compatible Python text out.
+"""FilesDSL and PromptScript transpiler: script text in, RestrictedPython-compatible Python text out.
 
 Pure (no I/O, no import of ``runtime`` or ``sandbox_worker``). Pipeline::
 
@@ -21,7 +21,7 @@ __all__ = [
     "format_error", "LANGUAGES",
 ]
 
-LANGUAGES = ("fdsl",)  # PromptScript ("ps") will add a grammar + emitter of its own
+LANGUAGES = ("fdsl", "ps")  # FilesDSL; PromptScript (grammar promptscript.lark, modules ps_*)
 
 
 def _require(lang: str) -> None:
@@ -32,7 +32,10 @@ def _require(lang: str) -> None:
 def parse(source: str, filename: str = "<script>", lang: str = "fdsl", **limits):
     """Parse a script into its DSL AST. Raises ``DSLError``."""
     _require(lang)
-    from .parser import parse as _parse
+    if lang == "ps":
+        from .ps_parser import parse as _parse
+    else:
+        from .parser import parse as _parse
 
     return _parse(source, filename, **limits)
 
@@ -40,7 +43,10 @@ def parse(source: str, filename: str = "<script>", lang: str = "fdsl", **limits)
 def check(module, lang: str = "fdsl") -> None:
     """Run the static checks on a parsed module. Raises the first ``DSLError``."""
     _require(lang)
-    from .checker import check as _check
+    if lang == "ps":
+        from .ps_checker import check as _check
+    else:
+        from .checker import check as _check
 
     _check(module)
 
@@ -53,7 +59,10 @@ def compile_script(source: str, filename: str = "<script>", lang: str = "fdsl", 
     ``RecursionError`` or a lark exception.
     """
     _require(lang)
-    from .emitter import emit
+    if lang == "ps":
+        from .ps_emitter import emit
+    else:
+        from .emitter import emit
 
     module = parse(source, filename, lang, **limits)
     check(module, lang)

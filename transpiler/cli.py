@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
               f"  at line {line}", file=sys.stderr)
         return 1
     try:
-        emitted = compile_script(source, filename=args.script)
+        lang = "ps" if args.script.endswith(".ps") else "fdsl"  # chosen by the extension
+        emitted = compile_script(source, filename=args.script, lang=lang)
     except DSLError as e:
         print(e.format(source), file=sys.stderr)
         return 1

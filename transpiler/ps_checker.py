@@ -1,0 +1,116 @@
+"""Static checks of a parsed PromptScript module. Raises the first ``DSLError``.
+
+Each rule says its decision:
+  * Deny a name that is read but never defined (not a built-in, never assigned, def'd,
+    class'd, a loop variable or a parameter anywhere in the script).
+  * Deny assigning, def'ing or class'ing a built-in's name.
+  * Deny break/continue outside a loop, or leaving a retry block or a def.
+  * Deny return outside a def.
+  * Deny a method without a first parameter (self).
+"""
+
+from __future__ import annotations
+
+from . import ps_ast as A
+from .errors import DSLError
+from .ps_surface import BUILTINS, LATER_BUILTINS
+
+
+def _defined(module: A.Module) -> set[str]:
+    names: set[str] = set()
+    for node in A.walk(module):
+        if isinstance(node, A.Assign) and isinstance(node.target, A.Name):
+            names.add(node.target.id)
+        elif isinstance(node, A.FunctionDef):
+            names.add(node.name)
+            names.update(node.params)
+        elif isinstance(node, A.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, A.For):
+            names.add(node.target)
+    return names
+
+
+def _check_binding(name: str, node: A.Node) -> None:
+    if name in BUILTINS:
+        raise DSLError(f"'{name}' is a built-in and cannot be redefined", node.line, node.col)
+
+
+class _Checker:
+    def __init__(self, defined: set[str]) -> None:
+        self.defined = defined
+
+    def stmts(self, body, loop: bool, func: bool) -> None:
+        for s in body:
+            self.stmt(s, loop, func)
+
+    def stmt(self, s: A.Node, loop: bool, func: bool) -> None:
+        if isinstance(s, A.Assign):
+            if isinstance(s.target, A.Name):
+                _check_binding(s.target.id, s.target)
+            else:
+                self.expr(s.target)
+            self.expr(s.value)
+        elif isinstance(s, A.ExprStmt):
+            self.expr(s.value)
+        elif isinstance(s, A.Return):
+            if not func:
+                raise DSLError("'return' outside a function", s.line, s.col)
+            if s.value is not None:
+                self.expr(s.value)
+        elif isinstance(s, A.Guard):
+            self.expr(s.test)
+        elif isinstance(s, (A.Break, A.Continue)):
+            word = "break" if isinstance(s, A.Break) else "continue"
+            if loop is None:
+                raise DSLError(f"'{word}' cannot leave a retry block", s.line, s.col)
+            if not loop:
+                raise DSLError(f"'{word}' outside a loop", s.line, s.col)
+        elif isinstance(s, A.Pass):
+            pass
+        elif isinstance(s, A.FunctionDef):
+            _check_binding(s.name, s)
+            self.stmts(s.body, False, True)
+        elif isinstance(s, A.ClassDef):
+            _check_binding(s.name, s)
+            for m in s.methods:
+                if not m.params:
+                    raise DSLError(f"method '{m.name}' needs a first parameter (self)", m.line, m.col)
+                self.stmts(m.body, False, True)
+        elif isinstance(s, A.If):
+            for clause in (s, *s.elifs):
+                self.expr(clause.test)
+                self.stmts(clause.body, loop, func)
+            self.stmts(s.orelse, loop, func)
+        elif isinstance(s, A.While):
+            self.expr(s.test)
+            self.stmts(s.body, True, func)
+        elif isinstance(s, A.For):
+            _check_binding(s.target, s)
+            self.expr(s.iter)
+            self.stmts(s.body, True, func)
+        elif isinstance(s, A.Policy):
+            self.expr(s.policy)
+            self.stmts(s.body, loop, func)
+        elif isinstance(s, A.Timeout):
+            self.expr(s.ms)
+            self.stmts(s.body, loop, func)
+        elif isinstance(s, A.Retry):
+            self.expr(s.attempts)
+            if s.backoff is not None:
+                self.expr(s.backoff)
+            self.stmts(s.body, None if loop else False, func)
+        else:
+            raise DSLError(f"internal error: cannot check {type(s).__name__}", s.line or 1, s.col or 1)
+
+    def expr(self, e: A.Node) -> None:
+        for node in A.walk(e):
+            if isinstance(node, A.Name) and node.id not in BUILTINS and node.id not in self.defined:
+                if node.id in LATER_BUILTINS:
+                    raise DSLError(f"'{node.id}' is not available yet (calls to a language model "
+                                   "come in a later release)", node.line, node.col)
+                raise DSLError(f"'{node.id}' is not defined", node.line, node.col)
+
+
+def check(module: A.Module) -> None:
+    _Checker(_defined(module)).stmts(module.body, False, False)

@@ -1,0 +1,26 @@
+"""The script-facing API of PromptScript, as data (layer 1; the worker mirrors it).
+
+Member access (``obj.key``) is not listed here: it reads keys of objects and fields or methods
+of class instances, and the worker's guard refuses it on every other type.
+"""
+
+from __future__ import annotations
+
+# Functions a script may call by bare name. The worker supplies each as a global.
+BUILTINS: frozenset[str] = frozenset({"log", "len", "range", "apply", "parallel"})
+
+# Built-ins of the language that reach a language model: a later release.
+LATER_BUILTINS: frozenset[str] = frozenset(
+    {"LLMClient", "run_agent", "plan", "do", "decide", "judge", "summarize"}
+)
+
+# Names the generated code uses; the worker supplies them; a script can never name them
+# (every name starting with "ps_" is refused by the parser).
+RUNTIME_HELPERS: frozenset[str] = frozenset({
+    "ps_step", "ps_add", "ps_eq", "ps_ne", "ps_lt", "ps_le", "ps_gt", "ps_ge", "ps_in",
+    "ps_not_in", "ps_guard", "ps_policy", "ps_retry", "ps_timeout", "ps_make_class",
+})
+
+# The actions apply() dispatches to (spec: "Acciones del LLM").
+ACTIONS: tuple[str, ...] = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD",
+                            "ASK_USER", "REPORT")
