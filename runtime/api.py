@@ -125,7 +125,11 @@ def run_script(
 
 def file_handlers(service: FilesService) -> dict:
     """The broker's handler table for FilesDSL: one FilesService method per op, plus ping."""
-    handlers = {op: getattr(service, op.replace(".", "_")) for op in protocol.OPS if op != "ping"}
+    handlers = {
+        op: getattr(service, op.replace(".", "_"))
+        for op in protocol.OPS
+        if op != "ping" and op not in protocol.TOOLSET_OPS and op.startswith(("dir.", "file."))
+    }
     handlers["ping"] = lambda: None
     return handlers
 

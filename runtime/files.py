@@ -145,7 +145,7 @@ class FilesService:
     def dispatch(self, op: str, args: dict):
         from sandbox_worker.protocol import OPS
 
-        if op not in OPS:
+        if op not in OPS or not op.startswith(("dir.", "file.")):
             raise ScriptError(f"unknown operation {op!r}")
         missing = [name for name in OPS[op] if name not in args]
         if missing:

@@ -62,7 +62,21 @@ OPS: dict[str, dict[str, str]] = {
     "file.snippets": {"path": STR, "pattern": STR, "max_results": INT, "context_chars": INT, "ignore_case": BOOL},
     "file.table": {"path": STR, "max_items": INT},
     "file.lines": {"path": STR, "offset": INT, "limit": INT},
+    # The file toolset (runtime/toolset.py): only runs given toolset_handlers() serve these;
+    # FilesDSL's handler table stays read-only.
+    "fs.read": {"path": STR, "max_chars": INT, "offset": INT},
+    "fs.write": {"path": STR, "content": STR},
+    "fs.edit": {"path": STR, "old_text": STR, "new_text": STR},
+    "fs.delete": {"path": STR},
+    "fs.move": {"source": STR, "destination": STR},
+    "fs.copy": {"source": STR, "destination": STR},
+    "fs.list_files": {"path": STR, "pattern": STR},
+    "fs.list_directory": {"path": STR},
+    "fs.find_files": {"path": STR, "recursive": BOOL, "glob": STR},
 }
+
+# Ops of the file toolset (never in a FilesDSL run's handler table).
+TOOLSET_OPS = frozenset(op for op in OPS if op.startswith("fs."))
 
 # Fields of a failed "end" message's "error" object.
 ERROR_FIELDS = ("kind", "msg", "line", "col")

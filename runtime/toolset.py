@@ -1,0 +1,493 @@
+"""FileSystemToolset (seed: filesystem-sandbox-api): file operations behind the Sandbox policy.
+
+    toolset = FileSystemToolset(sandbox, approve=lambda description: True)
+    toolset.write("/out/a.md", "# hi")        # "Wrote 4 chars to /out/a.md"
+    toolset.read("/out/a.md").content          # ReadResult
+
+Every operation resolves its paths with the Sandbox and opens files beneath the mount's
+directory descriptor with no symlink followed (runtime/safeio.py). Reads follow in-mount
+symlinks (the policy is checked on the link and on its target); write, edit, delete, move and
+copy's destination act on the last component itself: a symlink there is replaced, removed or
+renamed, never written through. Writes go to a temporary file in the same directory that is
+then renamed over the name (readers never see half a file).
+
+Approvals follow the seed's table (`needs_approval`); an operation that needs approval asks
+`approve(description) -> bool` with the seed's human-readable description ("Write 150 chars
+to /output/file.txt"); with no approver it is refused with ApprovalDeniedError. Approvals
+are remembered per description for the toolset's lifetime.
+
+Decisions: move and copy refuse an existing destination (delete it first, or write);
+delete and move act on files and symlinks, not directories; a move across filesystems copies
+then deletes a regular file; decoding is UTF-8 (invalid bytes replaced on read, refused on edit).
+
+The broker serves the toolset as the ops fs.read, fs.write, fs.edit, fs.delete, fs.move,
+fs.copy, fs.list_files, fs.list_directory and fs.find_files (`toolset_handlers(toolset)`);
+FilesDSL runs never get them.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat as statmod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel
+
+from runtime import safeio
+from runtime.errors import (
+    ApprovalDeniedError,
+    EditError,
+    FileTooLargeError,
+    SandboxError,
+    ScriptError,
+)
+from runtime.sandbox import Location, Mount, Sandbox, SandboxConfig, vstr
+from runtime.vfs import VirtualFS
+
+MAX_READ_BYTES = 32 << 20  # a hard cap beside each mount's max_file_bytes
+
+
+class ReadResult(BaseModel):
+    content: str
+    truncated: bool
+    total_chars: int
+    offset: int
+    chars_read: int
+
+
+@dataclass(frozen=True)
+class ApprovalResult:
+    status: Literal["blocked", "pre_approved", "needs_approval"]
+    reason: str | None = None
+
+    @classmethod
+    def blocked(cls, reason: str) -> "ApprovalResult":
+        return cls("blocked", reason)
+
+    @classmethod
+    def pre_approved(cls) -> "ApprovalResult":
+        return cls("pre_approved")
+
+    @classmethod
+    def needs_approval(cls) -> "ApprovalResult":
+        return cls("needs_approval")
+
+
+# tool name (seed) -> method name
+TOOLS = {
+    "read_file": "read",
+    "write_file": "write",
+    "edit_file": "edit",
+    "delete_file": "delete",
+    "move_file": "move",
+    "copy_file": "copy",
+    "list_files": "list_files",
+}
+
+
+def _os_error(vpath: str, exc: OSError) -> ScriptError:
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return ScriptError(f"no such file: {vpath}")
+    if isinstance(exc, IsADirectoryError) or exc.errno == errno.EISDIR:
+        return ScriptError(f"{vpath} is a directory, not a file")
+    if isinstance(exc, FileExistsError):
+        return ScriptError(f"{vpath} already exists")
+    if exc.errno == errno.ENOTEMPTY:
+        return ScriptError(f"{vpath} is a non-empty directory")
+    if exc.errno == errno.ENOSPC:
+        return ScriptError(f"no space left to write {vpath}")
+    return ScriptError(f"cannot access {vpath}: {exc.strerror or 'error'}")
+
+
+class FileSystemToolset:
+    """File I/O tools over a Sandbox (seed: FileSystemToolset + ApprovableFileSystemToolset)."""
+
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        id: str | None = None,
+        max_retries: int = 1,
+        *,
+        approve: Callable[[str], bool] | None = None,
+    ) -> None:
+        if not isinstance(sandbox, Sandbox):
+            raise TypeError("FileSystemToolset needs a Sandbox")
+        self._sandbox = sandbox
+        self.id = id
+        self.max_retries = max_retries
+        self.approve = approve
+        self._approved: set[str] = set()
+        self._vfs = VirtualFS(sandbox)
+
+    @classmethod
+    def create_default(cls, root: str | Path, mode: str = "rw", id: str | None = None, *,
+                       approve: Callable[[str], bool] | None = None) -> "FileSystemToolset":
+        """A toolset with one mount, `root` at "/data" (no write approval: nobody to ask)."""
+        config = SandboxConfig(mounts=[Mount(host_path=Path(root).resolve(), mount_point="/data", mode=mode,
+                                             write_approval=False)])
+        return cls(Sandbox(config), id=id, approve=approve)
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self._sandbox
+
+    # ------------------------------------------------------------------ approvals
+
+    def _shown(self, path) -> str:
+        try:
+            return vstr(Sandbox.split(path))
+        except (SandboxError, ScriptError):
+            return repr(path)
+
+    def get_approval_description(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> str:
+        a = tool_args
+        if name == "read_file":
+            return f"Read from {self._shown(a.get('path'))}"
+        if name == "write_file":
+            return f"Write {len(a.get('content') or '')} chars to {self._shown(a.get('path'))}"
+        if name == "edit_file":
+            return (f"Edit {self._shown(a.get('path'))}: replace {len(a.get('old_text') or '')} chars "
+                    f"with {len(a.get('new_text') or '')} chars")
+        if name == "delete_file":
+            return f"Delete {self._shown(a.get('path'))}"
+        if name == "move_file":
+            return f"Move {self._shown(a.get('source'))} to {self._shown(a.get('destination'))}"
+        if name == "copy_file":
+            return f"Copy {self._shown(a.get('source'))} to {self._shown(a.get('destination'))}"
+        if name == "list_files":
+            return f"List files in {self._shown(a.get('path', '/'))}"
+        return f"Run {name}"
+
+    def needs_approval(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> ApprovalResult:
+        """Per the seed's table: blocked (policy refuses), pre_approved or needs_approval."""
+        sb = self._sandbox
+        a = tool_args
+        try:
+            if name == "read_file":
+                sb._locate(a["path"], op="read")
+                need = sb.needs_read_approval(a["path"])
+            elif name in ("write_file", "edit_file", "delete_file"):
+                sb._locate(a["path"], op="write", follow_last=False)
+                need = sb.needs_write_approval(a["path"])
+            elif name == "move_file":
+                sb._locate(a["source"], op="write", follow_last=False)
+                sb._locate(a["destination"], op="write", follow_last=False)
+                need = sb.needs_write_approval(a["source"]) or sb.needs_write_approval(a["destination"])
+            elif name == "copy_file":
+                sb._locate(a["source"], op="read")
+                sb._locate(a["destination"], op="write", follow_last=False)
+                need = sb.needs_write_approval(a["destination"])
+            elif name == "list_files":
+                loc = sb._locate(a.get("path", "/"), op="read")
+                listed = [loc.mount] + [m for m in sb.mounts if m.point[: len(loc.parts)] == loc.parts]
+                need = any(m.mount.read_approval for m in listed)
+            else:
+                return ApprovalResult.blocked(f"unknown tool {name!r}")
+        except KeyError as exc:
+            return ApprovalResult.blocked(f"{name}: missing argument {exc.args[0]!r}")
+        except (SandboxError, ScriptError) as exc:
+            return ApprovalResult.blocked(str(exc))
+        return ApprovalResult.needs_approval() if need else ApprovalResult.pre_approved()
+
+    def _gate(self, name: str, args: dict[str, Any]) -> None:
+        result = self.needs_approval(name, args)
+        if result.status == "blocked":
+            return  # the operation itself raises the policy error, with its full message
+        if result.status == "pre_approved":
+            return
+        description = self.get_approval_description(name, args)
+        if description in self._approved:
+            return
+        if self.approve is None:
+            raise ApprovalDeniedError(f"{description}: needs approval and no one can approve it here")
+        if not self.approve(description):
+            raise ApprovalDeniedError(f"{description}: not approved")
+        self._approved.add(description)
+
+    # ------------------------------------------------------------------ primitives
+
+    def _read_bytes(self, path: str) -> tuple[bytes, Location]:
+        sb = self._sandbox
+        fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
+        shown = vstr(loc.requested)
+        try:
+            st = os.fstat(fd)
+            if statmod.S_ISDIR(st.st_mode):
+                raise ScriptError(f"{shown} is a directory, not a file")
+            if not statmod.S_ISREG(st.st_mode):
+                raise ScriptError(f"{shown} is not a regular file")
+            mount = loc.mount.mount
+            sb.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
+            sb.check_size(Path(), mount, virtual_path=shown, size=st.st_size)
+            limit = min(mount.max_file_bytes if mount.max_file_bytes is not None else MAX_READ_BYTES, MAX_READ_BYTES)
+            if st.st_size > limit:
+                raise FileTooLargeError(f"{shown!r} is {st.st_size} bytes, over the limit of {limit} bytes per read")
+            chunks, total = [], 0
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 20)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    raise FileTooLargeError(f"{shown!r} grew over the limit of {limit} bytes while being read")
+            return b"".join(chunks), loc
+        except OSError as exc:
+            raise _os_error(shown, exc) from None
+        finally:
+            os.close(fd)
+
+    def _open_parent(self, path: str, *, create: bool) -> tuple[int, str, Location]:
+        """(O_PATH fd of the parent directory, last component, location) for a write-side op."""
+        sb = self._sandbox
+        for _ in range(3):
+            loc = sb._locate(path, op="write", follow_last=False)
+            shown = vstr(loc.requested)
+            if not loc.rel:
+                raise ScriptError(f"{shown} is a mount point; it cannot be written, moved or deleted")
+            try:
+                pfd = safeio.open_parent(sb.mount_fd(loc.mount), loc.rel[:-1], create=create)
+            except safeio.Raced:
+                continue
+            except OSError as exc:
+                if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                    raise ScriptError(f"no such directory: {vstr(loc.requested[:-1])}") from None
+                raise _os_error(shown, exc) from None
+            return pfd, loc.rel[-1], loc
+        raise ScriptError(f"{self._shown(path)} changed while it was being opened; try again")
+
+    def _check_new_file(self, loc: Location, size: int) -> None:
+        shown = vstr(loc.requested)
+        mount = loc.mount.mount
+        self._sandbox.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
+        self._sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
+
+    def _write_bytes(self, path: str, data: bytes) -> Location:
+        pfd, name, loc = self._open_parent(path, create=True)
+        shown = vstr(loc.requested)
+        try:
+            self._check_new_file(loc, len(data))
+            tmp = f".{name[:100]}.{secrets.token_hex(6)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | safeio.O_NOFOLLOW | safeio.O_CLOEXEC,
+                             0o666, dir_fd=pfd)
+            except OSError as exc:
+                raise _os_error(shown, exc) from None
+            try:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
+                os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+            except OSError as exc:
+                try:
+                    os.unlink(tmp, dir_fd=pfd)
+                except OSError:
+                    pass
+                raise _os_error(shown, exc) from None
+            return loc
+        finally:
+            os.close(pfd)
+
+    # ------------------------------------------------------------------ the tools
+
+    def read(self, path: str, max_chars: int = 20_000, offset: int = 0) -> ReadResult:
+        """Read a text file (UTF-8, invalid bytes replaced) from `offset`, at most `max_chars`."""
+        if max_chars < 0 or offset < 0:
+            raise ScriptError("max_chars and offset must be 0 or more")
+        self._gate("read_file", {"path": path})
+        data, _ = self._read_bytes(path)
+        text = data.decode("utf-8", errors="replace")
+        chunk = text[offset: offset + max_chars]
+        return ReadResult(content=chunk, truncated=offset + len(chunk) < len(text), total_chars=len(text),
+                          offset=offset, chars_read=len(chunk))
+
+    def write(self, path: str, content: str) -> str:
+        """Write a text file; parent directories are created. A symlink there is replaced."""
+        if not isinstance(content, str):
+            raise ScriptError("content must be a string")
+        self._gate("write_file", {"path": path, "content": content})
+        loc = self._write_bytes(path, content.encode("utf-8", errors="surrogatepass"))
+        return f"Wrote {len(content)} chars to {vstr(loc.requested)}"
+
+    def edit(self, path: str, old_text: str, new_text: str) -> str:
+        """Replace the one exact occurrence of old_text (else EditError)."""
+        self._sandbox._locate(path, op="write", follow_last=False)  # refuse read-only paths first
+        self._gate("edit_file", {"path": path, "old_text": old_text, "new_text": new_text})
+        data, loc = self._read_bytes(path)
+        shown = vstr(loc.requested)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise EditError(f"{shown} is not UTF-8 text; it cannot be edited") from None
+        if not old_text:
+            raise EditError("old_text must not be empty")
+        count = text.count(old_text)
+        if count == 0:
+            raise EditError(f"old_text was not found in {shown}; read the file and copy the exact text")
+        if count > 1:
+            raise EditError(f"old_text appears {count} times in {shown}; include more context so it is unique")
+        self._write_bytes(path, text.replace(old_text, new_text, 1).encode("utf-8"))
+        return f"Edited {shown}: replaced {len(old_text)} chars with {len(new_text)} chars"
+
+    def delete(self, path: str) -> str:
+        """Delete a file (a symlink itself, never its target). Directories are refused."""
+        self._gate("delete_file", {"path": path})
+        pfd, name, loc = self._open_parent(path, create=False)
+        shown = vstr(loc.requested)
+        try:
+            st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
+            if statmod.S_ISDIR(st.st_mode):
+                raise ScriptError(f"{shown} is a directory; delete removes files only")
+            os.unlink(name, dir_fd=pfd)
+        except OSError as exc:
+            raise _os_error(shown, exc) from None
+        finally:
+            os.close(pfd)
+        return f"Deleted {shown}"
+
+    def move(self, source: str, destination: str) -> str:
+        """Move or rename a file or symlink; the destination's parents are created."""
+        self._gate("move_file", {"source": source, "destination": destination})
+        sfd, sname, sloc = self._open_parent(source, create=False)
+        try:
+            sshown = vstr(sloc.requested)
+            try:
+                st = os.stat(sname, dir_fd=sfd, follow_symlinks=False)
+            except OSError as exc:
+                raise _os_error(sshown, exc) from None
+            if statmod.S_ISDIR(st.st_mode):
+                raise ScriptError(f"{sshown} is a directory; move handles files only")
+            dfd, dname, dloc = self._open_parent(destination, create=True)
+            dshown = vstr(dloc.requested)
+            try:
+                self._check_new_file(dloc, st.st_size if statmod.S_ISREG(st.st_mode) else 0)
+                try:
+                    os.stat(dname, dir_fd=dfd, follow_symlinks=False)
+                    raise ScriptError(f"{dshown} already exists; delete it first or choose another name")
+                except FileNotFoundError:
+                    pass
+                try:
+                    os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV or not statmod.S_ISREG(st.st_mode):
+                        raise _os_error(dshown, exc) from None
+                    data, _ = self._read_bytes(source)
+                    self._write_bytes(destination, data)
+                    os.unlink(sname, dir_fd=sfd)
+            finally:
+                os.close(dfd)
+        finally:
+            os.close(sfd)
+        return f"Moved {sshown} to {dshown}"
+
+    def copy(self, source: str, destination: str) -> str:
+        """Copy a file: the source may be read-only, the destination must be writable."""
+        self._gate("copy_file", {"source": source, "destination": destination})
+        self._sandbox._locate(destination, op="write", follow_last=False)
+        data, sloc = self._read_bytes(source)
+        pfd, dname, dloc = self._open_parent(destination, create=True)
+        try:
+            try:
+                os.stat(dname, dir_fd=pfd, follow_symlinks=False)
+                raise ScriptError(f"{vstr(dloc.requested)} already exists; delete it first or choose another name")
+            except FileNotFoundError:
+                pass
+        finally:
+            os.close(pfd)
+        self._write_bytes(destination, data)
+        return f"Copied {vstr(sloc.requested)} to {vstr(dloc.requested)}"
+
+    def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
+        """Virtual paths of the files under `path` whose path relative to it matches `pattern`."""
+        from runtime.files import FilesService
+
+        self._gate("list_files", {"path": path, "pattern": pattern})
+        svc = FilesService(self._vfs)
+        rx = svc._glob(pattern)
+        res, _ = self._vfs.resolve_dir(path)
+        out = []
+        for e, _st in svc._regular_files(res, True):
+            if rx.match(e.rel):
+                out.append("/" + e.vpath)
+                if len(out) > svc.max_entries:
+                    raise svc._too_many("list_files()", res.vpath)
+        return sorted(out)
+
+    def list_directory(self, path: str = "/") -> list[dict]:
+        from runtime.listing import list_directory
+
+        self._gate("list_files", {"path": path})
+        return [e.to_json() for e in list_directory(self._vfs, path)]
+
+    def find_files(self, path: str = "/", recursive: bool = True, glob: str = "**/*") -> list[dict]:
+        from runtime.listing import find_files
+
+        self._gate("list_files", {"path": path})
+        return [e.to_json() for e in find_files(self._vfs, path, recursive, glob)]
+
+    def call(self, name: str, args: dict[str, Any]):
+        """Run a tool by its seed name ("write_file"...) with its arguments."""
+        method = TOOLS.get(name)
+        if method is None:
+            raise ScriptError(f"unknown tool {name!r}; tools: {', '.join(TOOLS)}")
+        result = getattr(self, method)(**args)
+        return result.model_dump() if isinstance(result, ReadResult) else result
+
+
+def toolset_handlers(toolset: FileSystemToolset) -> dict[str, Callable[..., object]]:
+    """The broker's handler table for the fs.* ops of sandbox_worker.protocol.OPS."""
+    return {
+        "fs.read": lambda path, max_chars, offset: toolset.read(path, max_chars, offset).model_dump(),
+        "fs.write": toolset.write,
+        "fs.edit": toolset.edit,
+        "fs.delete": toolset.delete,
+        "fs.move": toolset.move,
+        "fs.copy": toolset.copy,
+        "fs.list_files": toolset.list_files,
+        "fs.list_directory": toolset.list_directory,
+        "fs.find_files": toolset.find_files,
+    }
+
+
+class TerminalApprover:
+    """The command line's approver: `assume_yes` approves everything (--yes); otherwise it
+    asks on the terminal (y/N), and with no terminal it refuses at once (never hangs)."""
+
+    def __init__(self, assume_yes: bool = False, tty_in=None, tty_out=None) -> None:
+        self.assume_yes = assume_yes
+        self.tty_in = tty_in
+        self.tty_out = tty_out
+
+    def _streams(self):
+        if self.tty_in is not None:
+            return self.tty_in, self.tty_out
+        try:
+            f = open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+        except OSError:
+            return None, None
+        self.tty_in = self.tty_out = f
+        return f, f
+
+    def __call__(self, description: str) -> bool:
+        if self.assume_yes:
+            return True
+        tin, tout = self._streams()
+        if tin is None or not hasattr(tin, "isatty") or not tin.isatty():
+            raise ApprovalDeniedError(
+                f"{description}: needs approval, but no terminal is attached to ask; "
+                "run with --yes to pre-approve"
+            )
+        tout.write(f"Approve: {description}? [y/N] ")
+        tout.flush()
+        answer = tin.readline()
+        return answer.strip().lower() in ("y", "yes")
