@@ -60,6 +60,8 @@ def run_script(
     max_output: int = 1_000_000,
     on_output=None,
     isolation: str = "best",
+    sandbox=None,
+    approve=None,
 ) -> RunResult:
     """Transpile `source`, run it in a fresh jailed worker with `root` mounted at `/`.
 
@@ -98,7 +100,10 @@ def run_script(
         mount_table.insert(0, ("/", Path(root), False))
     limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
     deadline = time.monotonic() + timeout
-    service = FilesService(VirtualFS(mount_table), deadline=deadline)
+    # `sandbox` (a runtime.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
+    # answers approvals (reads from read_approval mounts; the file toolset's writes).
+    vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
+    service = FilesService(vfs, deadline=deadline)
     handlers = LANGUAGE_HANDLERS[lang](service)
     outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang, isolation=isolation)
 

@@ -637,3 +637,30 @@ class Sandbox:
             except safeio.Raced:
                 continue
         raise ScriptError(f"{vstr(self.split(path))} changed while it was being opened; try again")
+
+
+def sandbox_from_options(
+    root: str | Path | None = None,
+    mounts: list | tuple = (),
+    config_path: str | Path | None = None,
+) -> Sandbox:
+    """The Sandbox of the command line: the TOML file's mounts (relative host paths are
+    relative to the file), then `root` at "/" (default "." when there is no file), then each
+    `mounts` item (MountSpec-like: host_path, mount_point, writable) relative to the cwd.
+    Raises SandboxConfigError with one line naming the field."""
+    items: list[dict] = []
+    if config_path is not None:
+        config, base = load_config(config_path)
+        for m in config.mounts:
+            data = m.model_dump()
+            host = m.host_path if m.host_path.is_absolute() else base / m.host_path
+            data["host_path"] = os.path.abspath(host)
+            items.append(data)
+    if root is None and config_path is None:
+        root = "."
+    if root is not None:
+        items.append({"host_path": os.path.abspath(root), "mount_point": "/", "mode": "ro"})
+    for spec in mounts:
+        items.append({"host_path": os.path.abspath(spec.host_path), "mount_point": spec.mount_point,
+                      "mode": "rw" if spec.writable else "ro"})
+    return Sandbox(config_from_data({"mounts": items}, str(config_path) if config_path else "mounts"))
