@@ -34,13 +34,41 @@ def parse_mount(text: str) -> MountSpec:
     return MountSpec(host_path=Path(host), mount_point=point, writable=mode == "rw")
 
 
+def add_sandbox_options(command) -> None:
+    """--root, --mount, --config and --yes: the same for run, ls and find."""
+    command.add_argument("--root", "--sandbox-root", dest="root", default=None,
+                         help="directory mounted at / (default: . unless --config is given)")
+    command.add_argument("--mount", action="append", default=[], metavar="HOST:/point[:ro|rw]", help="add a mount (repeatable)")
+    command.add_argument("--config", default=None, metavar="sandbox.toml", help="mounts and their policy from a TOML file")
+    command.add_argument("--yes", action="store_true", help="pre-approve every operation that needs approval")
+
+
+def build_sandbox(args):
+    """The run's Sandbox from --config/--root/--mount; a bad configuration is a usage error."""
+    from runtime.errors import SandboxConfigError
+    from runtime.sandbox import sandbox_from_options
+
+    if args.root is not None and not Path(args.root).is_dir():
+        raise UsageError(f"--root {args.root}: not a directory")
+    mounts = [parse_mount(text) for text in args.mount]
+    try:
+        return sandbox_from_options(args.root, mounts, args.config)
+    except SandboxConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def approver(args):
+    from runtime.toolset import TerminalApprover
+
+    return TerminalApprover(assume_yes=args.yes)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL scripts in a jailed worker.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a script")
     run.add_argument("script", help="the script (.fdsl)")
-    run.add_argument("--root", "--sandbox-root", dest="root", default=".", help="directory mounted at / (default: .)")
-    run.add_argument("--mount", action="append", default=[], metavar="HOST:/point[:ro|rw]", help="add a mount (repeatable)")
+    add_sandbox_options(run)
     run.add_argument("--timeout", type=float, default=60.0, metavar="S", help="wall-clock limit in seconds (default 60)")
     run.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
     run.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
@@ -62,6 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
     audit.add_argument("--layers", default=None, metavar="L1,L2",
                        help="apply only these hardening layers, to audit each alone (default: all)")
+    ls = commands.add_parser("ls", help="list a directory of the sandbox (structured entries)")
+    ls.add_argument("path", nargs="?", default="/", help="virtual directory (default /)")
+    ls.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
+    ls.add_argument("--recursive", action="store_true", help="list everything under the directory")
+    add_sandbox_options(ls)
+    find = commands.add_parser("find", help="find entries under a directory of the sandbox by glob")
+    find.add_argument("path", help="virtual directory")
+    find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
+    find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
+    add_sandbox_options(find)
     return parser
 
 
@@ -80,19 +118,18 @@ def command_run(args) -> int:
     lang = args.lang or LANGUAGES.get(script.suffix)
     if lang is None:
         raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl extension or --lang")
-    if not Path(args.root).is_dir():
-        raise UsageError(f"--root {args.root}: not a directory")
     if args.timeout <= 0 or args.memory <= 0 or args.max_output < 0:
         raise UsageError("--timeout and --memory must be positive, --max-output not negative")
-    mounts = [parse_mount(text) for text in args.mount]
+    sandbox = build_sandbox(args)
 
     def emit(text: str) -> None:
         sys.stdout.write(text)
 
     result = run_script(
         source,
-        root=args.root,
-        mounts=mounts,
+        root=None,
+        sandbox=sandbox,
+        approve=approver(args),
         lang=lang,
         filename=str(script),
         timeout=args.timeout,
@@ -187,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
             return command_doctor(args)
         if args.command == "audit":
             return command_audit(args)
+        if args.command in ("ls", "find"):
+            from runtime.lscmd import command_listing
+
+            return command_listing(args, build_sandbox(args), approver(args))
         return command_run(args)
     except UsageError as exc:
         print(f"fdsl: {exc}", file=sys.stderr)

@@ -663,4 +663,4 @@ def sandbox_from_options(
     for spec in mounts:
         items.append({"host_path": os.path.abspath(spec.host_path), "mount_point": spec.mount_point,
                       "mode": "rw" if spec.writable else "ro"})
-    return Sandbox(config_from_data({"mounts": items}, str(config_path) if config_path else "mounts"))
+    return Sandbox(config_from_data({"mounts": items}, str(config_path) if config_path else None))
