@@ -73,7 +73,16 @@ OPS: dict[str, dict[str, str]] = {
     "fs.list_files": {"path": STR, "pattern": STR},
     "fs.list_directory": {"path": STR},
     "fs.find_files": {"path": STR, "recursive": BOOL, "glob": STR},
+    # PromptScript (runtime/promptscript.py serves these; JSON values travel as strings).
+    "ps.start": {},  # -> {max_steps, max_time_ms}: the budgets the worker enforces itself
+    "ps.steps": {"count": INT},  # the step counter, reported every few thousand steps
+    "ps.action": {"name": STR, "args": STR},  # apply(): -> {"value": any, "print": str|null}
+    "ps.scope": {"op": STR, "policy": STR, "line": INT},  # with policy: op "enter" | "exit"
+    "ps.event": {"kind": STR, "line": INT, "data": STR},  # a run-log event (retry, timeout)
 }
+
+# Ops of PromptScript runs (never in a FilesDSL run's handler table).
+PS_OPS = frozenset(op for op in OPS if op.startswith("ps."))
 
 # Ops of the file toolset (never in a FilesDSL run's handler table).
 TOOLSET_OPS = frozenset(op for op in OPS if op.startswith("fs."))
