@@ -27,6 +27,8 @@ from sandbox_worker import protocol
 
 MEMORY_POLL_SECONDS = 0.05
 DIAGNOSTICS_BYTES = 16 * 1024
+# Replies written but not yet read by the worker: past this, the worker is flooding calls.
+MAX_PENDING_REPLY_BYTES = 2 * protocol.MAX_REPLY_BYTES
 
 
 @dataclass(frozen=True)
@@ -215,6 +217,10 @@ def run_worker(
                     elif kind == "call":
                         outbox += protocol.encode(broker.reply(message))
                         flush()
+                        if len(outbox) > MAX_PENDING_REPLY_BYTES:
+                            # A correct worker waits for each reply; this one floods calls.
+                            stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (it does not read its replies); it was stopped"})
+                            break
                     elif kind == "out":
                         text = message.get("s")
                         if type(text) is not str:
