@@ -212,7 +212,10 @@ class FileSystemToolset:
 
     def _read_bytes(self, path: str) -> tuple[bytes, Location]:
         sb = self._sandbox
-        fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
+        try:
+            fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
+        except OSError as exc:
+            raise _os_error(self._shown(path), exc) from None
         shown = vstr(loc.requested)
         try:
             st = os.fstat(fd)

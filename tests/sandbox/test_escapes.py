@@ -1,0 +1,169 @@
+"""Traversal and symlink escapes against a canary outside the mounts; the hypothesis property;
+the check-then-open race."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+
+from runtime import safeio
+from runtime.errors import PathNotInSandboxError, SandboxError, ScriptError
+from runtime.toolset import FileSystemToolset
+from tests.sandbox.conftest import CANARY
+
+
+@pytest.fixture
+def links(world):
+    sb, tmp = world
+    docs, out = tmp / "docs", tmp / "out"
+    os.symlink(tmp / "canary.txt", docs / "abs.md")              # file, absolute
+    os.symlink("../canary.txt", docs / "rel.md")                 # file, relative
+    os.symlink(tmp / "outside", docs / "outdir")                 # directory
+    os.symlink(tmp / "missing.md", docs / "dangling.md")         # dangling, outside
+    os.symlink(out / "x.md", docs / "other_mount.md")            # into another mount
+    os.symlink("sub/../../canary.txt", docs / "twisty.md")
+    os.symlink(tmp / "canary.txt", out / "out_link.md")
+    return sb, tmp
+
+
+ESCAPES = ["/docs/abs.md", "/docs/rel.md", "/docs/outdir/canary.txt", "/docs/outdir", "/docs/dangling.md",
+           "/docs/other_mount.md", "/docs/twisty.md", "/docs/../canary.txt", "/docs/sub/../../canary.txt",
+           "/out/out_link.md"]
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+def test_escape_refused_everywhere(links, path):
+    sb, tmp = links
+    ts = FileSystemToolset(sb, approve=lambda d: True)
+    for call in (lambda: sb.resolve(path), lambda: ts.read(path), lambda: ts.copy(path, "/out/copy.md"),
+                 lambda: ts.list_files(path)):
+        with pytest.raises(SandboxError) as err:
+            call()
+        assert str(tmp) not in str(err.value) and CANARY not in str(err.value)
+    assert not sb.can_read(path)
+    assert not (tmp / "out" / "copy.md").exists()
+
+
+@pytest.mark.parametrize("path", ["/docs/a\\..\\..\\canary.txt", "/docs/~/canary.txt", "C:\\canary.txt",
+                                  "/docs/\uff0e\uff0e/canary.txt", "/docs/%2e%2e/canary.txt"])
+def test_odd_spellings_are_ordinary_names(links, path):
+    sb, tmp = links
+    try:
+        host = sb.resolve(path)
+    except SandboxError:
+        return
+    assert str(host).startswith(str(tmp / "docs")) or str(host).startswith(str(tmp / "out"))
+    assert not host.exists()
+
+
+@pytest.mark.parametrize("path", ["/docs/a\x00b", "/docs/\n", "/docs/\udc80x", "/docs/" + "a" * 5000])
+def test_invalid_strings_refused(links, path):
+    sb, _ = links
+    with pytest.raises(SandboxError):
+        sb.resolve(path)
+
+
+def test_writes_act_on_the_link_itself(links):
+    sb, tmp = links
+    ts = FileSystemToolset(sb, approve=lambda d: True)
+    ts.write("/out/out_link.md", "replaced")
+    assert (tmp / "canary.txt").read_text() == CANARY
+    assert not (tmp / "out" / "out_link.md").is_symlink()
+    os.symlink(tmp / "canary.txt", tmp / "out" / "l2.md")
+    ts.delete("/out/l2.md")
+    assert (tmp / "canary.txt").read_text() == CANARY and not os.path.lexists(tmp / "out" / "l2.md")
+    os.symlink(tmp / "canary.txt", tmp / "out" / "l3.md")
+    ts.move("/out/l3.md", "/out/moved.md")
+    assert os.readlink(tmp / "out" / "moved.md") == str(tmp / "canary.txt")  # the link moved, untouched
+    with pytest.raises(SandboxError):
+        ts.read("/out/moved.md")
+    os.symlink(tmp / "outside", tmp / "out" / "dirlink")
+    with pytest.raises(SandboxError):
+        ts.write("/out/dirlink/new.md", "x")
+    assert not (tmp / "outside" / "new.md").exists()
+
+
+def test_listing_hides_where_outside_links_point(links):
+    from runtime.listing import list_directory
+    from runtime.vfs import VirtualFS
+
+    sb, tmp = links
+    entries = {e.name: e.to_json() for e in list_directory(VirtualFS(sb), "/docs")}
+    assert entries["abs.md"]["@type"] == "SymbolicLinkEntry"
+    for name in ("abs.md", "rel.md", "outdir", "dangling.md", "other_mount.md"):
+        assert entries[name]["target"] == "(outside the sandbox)"
+    assert str(tmp) not in repr(entries)
+
+
+# ---------------------------------------------------------------- property
+
+PATH_ALPHABET = st.sampled_from(["..", ".", "", "docs", "out", "cfg", "sub", "a.md", "abs.md", "rel.md", "outdir",
+                                 "twisty.md", "canary.txt", "\\", "~", "C:", "\x00", "\udc80", "é", "\uff0e\uff0e"])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.lists(PATH_ALPHABET, max_size=8).map("/".join), st.text(max_size=40)),
+       st.booleans())
+def test_resolve_is_inside_a_mount_or_refused(links, path, absolute):
+    sb, tmp = links
+    path = ("/" + path) if absolute else path
+    roots = [m.host for m in sb.mounts]
+    try:
+        host = str(sb.resolve(path))
+    except SandboxError as exc:
+        text = str(exc)
+        assert str(tmp) not in text or str(tmp) in path
+        assert CANARY not in text
+        return
+    except ScriptError as exc:  # e.g. a symlink loop: still a refusal without host paths
+        assert str(tmp) not in str(exc)
+        return
+    assert any(host == r or host.startswith(r + "/") for r in roots)
+    real = os.path.realpath(host)
+    assert any(real == r or real.startswith(r + "/") for r in roots)
+
+
+# ---------------------------------------------------------------- race
+
+
+@pytest.mark.parametrize("use_openat2", [True, False])
+def test_swapped_component_never_yields_the_outside_file(world, monkeypatch, use_openat2):
+    sb, tmp = world
+    if not use_openat2:
+        monkeypatch.setitem(safeio._state, "openat2", False)
+    elif not safeio.uses_openat2():
+        pytest.skip("no openat2 on this kernel")
+    docs = tmp / "docs"
+    (docs / "flip").mkdir()
+    (docs / "flip" / "canary.txt").write_text("inside\n")
+    stop = threading.Event()
+
+    def flipper():
+        real, link = docs / "flip", docs / "flip.tmp"
+        while not stop.is_set():
+            os.rename(real, docs / "flip.dir")
+            os.symlink(tmp / "outside", link)
+            os.rename(link, real)           # now 'flip' points outside
+            os.unlink(real)
+            os.rename(docs / "flip.dir", real)  # back to the real directory
+
+    ts = FileSystemToolset(sb)
+    t = threading.Thread(target=flipper, daemon=True)
+    t.start()
+    seen = set()
+    try:
+        for _ in range(3000):
+            try:
+                seen.add(ts.read("/docs/flip/canary.txt").content)
+            except (SandboxError, ScriptError) as exc:
+                assert str(tmp) not in str(exc)
+                seen.add(type(exc).__name__)
+    finally:
+        stop.set()
+        t.join()
+    assert CANARY not in "".join(seen)
+    assert "inside\n" in seen
