@@ -18,7 +18,7 @@ from runtime.vfs import VirtualFS
 from sandbox_worker import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
-LANGUAGES = {".fdsl": "fdsl"}
+LANGUAGES = {".fdsl": "fdsl", ".ps": "ps"}
 
 
 @dataclass
@@ -62,6 +62,7 @@ def run_script(
     isolation: str = "best",
     sandbox=None,
     approve=None,
+    options: dict | None = None,
 ) -> RunResult:
     """Transpile `source`, run it in a fresh jailed worker with `root` mounted at `/`.
 
@@ -104,7 +105,8 @@ def run_script(
     # answers approvals (reads from read_approval mounts; the file toolset's writes).
     vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
     service = FilesService(vfs, deadline=deadline)
-    handlers = LANGUAGE_HANDLERS[lang](service)
+    # `options`: language options (PromptScript: runtime.promptscript.PSOptions fields).
+    handlers = LANGUAGE_HANDLERS[lang](service, **options) if options else LANGUAGE_HANDLERS[lang](service)
     outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang, isolation=isolation)
 
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
@@ -112,7 +114,10 @@ def run_script(
     figures["wall_s"] = time.monotonic() - wall_started
     figures["broker_peak_rss_kib"] = peak_rss_kib()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures, layers=outcome.layers)
+    finish = getattr(handlers, "finish", None)  # a language's end-of-run hook (run log)
     if outcome.status == "ok":
+        if finish:
+            finish(result)
         return result
 
     error = outcome.error or {"kind": "InternalError", "msg": "the run failed"}
@@ -125,6 +130,8 @@ def run_script(
     result.error_kind = error["kind"]
     result.error_line, result.error_column = line, column
     result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
+    if finish:
+        finish(result)
     return result
 
 
@@ -140,7 +147,13 @@ def file_handlers(service: FilesService) -> dict:
 
 
 # language -> the broker's handler table for a run of it.
-LANGUAGE_HANDLERS = {"fdsl": file_handlers}
+def promptscript_handlers(service: FilesService, **options) -> dict:
+    from runtime.promptscript import promptscript_handlers as handlers
+
+    return handlers(service, **options)
+
+
+LANGUAGE_HANDLERS = {"fdsl": file_handlers, "ps": promptscript_handlers}
 
 
 def peak_rss_kib() -> int:

@@ -13,7 +13,7 @@ import re
 
 from RestrictedPython import compile_restricted_exec
 
-from sandbox_worker import guards
+from sandbox_worker import guards, promptscript
 from sandbox_worker.client import BrokerClient, ScriptFailure
 from sandbox_worker import protocol
 from sandbox_worker.hardening import harden, missing_layers
@@ -21,7 +21,7 @@ from sandbox_worker.hardening import harden, missing_layers
 SCRIPT_FILENAME = "<script>"
 
 # language -> the function building the restricted globals its generated code runs with.
-LANGUAGE_GLOBALS = {"fdsl": guards.restricted_globals}
+LANGUAGE_GLOBALS = {"fdsl": guards.restricted_globals, "ps": promptscript.restricted_globals}
 
 
 def script_position(tb) -> tuple[int | None, int | None]:

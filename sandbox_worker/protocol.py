@@ -77,7 +77,7 @@ OPS: dict[str, dict[str, str]] = {
     "ps.start": {},  # -> {max_steps, max_time_ms}: the budgets the worker enforces itself
     "ps.steps": {"count": INT},  # the step counter, reported every few thousand steps
     "ps.action": {"name": STR, "args": STR},  # apply(): -> {"value": any, "print": str|null}
-    "ps.scope": {"op": STR, "policy": STR, "line": INT},  # with policy: op "enter" | "exit"
+    "ps.scope": {"change": STR, "policy": STR, "line": INT},  # with policy: "enter" | "exit"
     "ps.event": {"kind": STR, "line": INT, "data": STR},  # a run-log event (retry, timeout)
 }
 

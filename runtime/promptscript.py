@@ -1,0 +1,385 @@
+"""PromptScript in the broker: the ``ps.*`` handlers, policy scopes, budgets and the run log.
+
+One ``PSSession`` per run. Its handler table (``session.handlers()``) is what the broker
+serves a PromptScript worker: ``ping`` and the ``ps.*`` ops, nothing else. Each handler says
+its decision:
+
+  * ``ps.start``  Allow: returns the budgets the worker enforces itself (steps; time too,
+    with its interval timer); the broker enforces time and tool calls again on every op.
+  * ``ps.steps``  Record the worker's step counter (it reports every 16384 steps).
+  * ``ps.scope``  enter: validate the policy, push its INTERSECTION with the scope in force
+    (an inner scope can never widen an outer one); exit: pop (never below the base).
+  * ``ps.action`` Deny when a budget is spent, when the loop detector trips, or when the
+    policy in force does not allow the action; then dispatch to ``self.actions[name]``
+    (a callable ``(args: dict, policy: dict) -> (value, printed_text|None)``). Phase 1
+    serves REPORT and ASK_USER; the file actions and RUN_CMD answer "not available yet".
+  * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout).
+
+Phase 2 plugs the Sandbox in by filling ``PSSession.actions`` (the policy passed in is the
+effective scope: allowCommands, maxFileBytes, allowRead/allowWrite to map onto
+``Sandbox.derive``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+from runtime.errors import LimitError, SandboxError, ScriptError
+
+ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
+POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
+DEFAULT_MAX_FILE_BYTES = 500_000
+LOOP_REPEATS = 3  # --halt-on-loop: the same action with the same args this many times in a row
+MAX_ANSWER_CHARS = 4096
+EVENT_KINDS = frozenset({"retry", "timeout"})
+
+
+@dataclass
+class PSOptions:
+    """The options of a PromptScript run (CLI flags of `fdsl run x.ps`), with their defaults."""
+
+    project: str | Path | None = None  # --project: where .ps-runs/<id>/ goes (None: no run log)
+    max_steps: int = 50_000  # --max-steps: statements executed (0: unlimited)
+    max_time_ms: int = 600_000  # --max-time: milliseconds of running (0: unlimited)
+    max_tool_calls: int = 0  # --max-tool-calls: apply() calls (0: unlimited)
+    halt_on_loop: bool = False  # --halt-on-loop
+    verbose: bool = False  # --verbose: trace each action on stderr
+    allow_commands: tuple = ()  # the base scope's command allowlist (phase 2: RUN_CMD)
+
+
+class ActionError(ScriptError):
+    kind = "RuntimeError"
+
+
+# ---- policies ------------------------------------------------------------------------------
+
+def _norm_path(text: str) -> str:
+    p = PurePosixPath(text.strip() or ".")
+    parts = [x for x in p.parts if x not in ("", ".", "/")]
+    if any(x == ".." for x in parts):
+        raise ActionError(f"policy path {text!r} climbs out of the project")
+    return "/".join(parts) or "."
+
+
+def _under(path: str, base: str) -> bool:
+    return base == "." or path == base or path.startswith(base + "/")
+
+
+def _intersect_paths(outer: list, inner: list) -> list:
+    kept = {p for p in inner if any(_under(p, q) for q in outer)}
+    kept |= {q for q in outer if any(_under(q, p) for p in inner)}
+    return sorted(kept)
+
+
+def validate_policy(policy) -> dict:
+    """The broker's own check of a policy object (the worker's is only for early messages)."""
+    if type(policy) is not dict:
+        raise ActionError("a policy must be an object")
+    out: dict = {}
+    for key, value in policy.items():
+        if key == "maxFileBytes":
+            if type(value) is not int or value < 0:
+                raise ActionError("policy maxFileBytes must be a non-negative integer")
+            out[key] = value
+        elif key in POLICY_LIST_KEYS:
+            if type(value) is not list or any(type(v) is not str for v in value) or len(value) > 1000:
+                raise ActionError(f"policy {key} must be an array of strings")
+            if key == "allowActions":
+                bad = [v for v in value if v not in ACTIONS]
+                if bad:
+                    raise ActionError(f"policy allowActions: unknown action '{bad[0]}'")
+            out[key] = [_norm_path(v) for v in value] if key in ("allowRead", "allowWrite") else list(value)
+        else:
+            raise ActionError(f"unknown policy key '{str(key)[:40]}'")
+    return out
+
+
+def intersect(outer: dict, inner: dict) -> dict:
+    """The scope in force inside ``inner``: never more than ``outer`` allows."""
+    result = dict(outer)
+    for key in ("allowActions", "allowCommands"):
+        if key in inner:
+            result[key] = [v for v in outer[key] if v in set(inner[key])]
+    if "maxFileBytes" in inner:
+        result["maxFileBytes"] = min(outer["maxFileBytes"], inner["maxFileBytes"])
+    for key in ("allowRead", "allowWrite"):
+        if key in inner:
+            result[key] = _intersect_paths(outer[key], inner[key])
+    return result
+
+
+class PolicyStack:
+    def __init__(self, allow_commands=()) -> None:
+        self.stack = [{
+            "allowActions": list(ACTIONS),
+            "allowCommands": list(allow_commands),
+            "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
+            "allowRead": ["."],
+            "allowWrite": ["."],
+        }]
+
+    @property
+    def current(self) -> dict:
+        return self.stack[-1]
+
+    def enter(self, policy: dict) -> dict:
+        if len(self.stack) > 1000:
+            raise LimitError("policy scopes nested too deep")
+        self.stack.append(intersect(self.current, validate_policy(policy)))
+        return self.current
+
+    def exit(self) -> dict:
+        if len(self.stack) == 1:
+            raise ActionError("no policy scope to leave")
+        self.stack.pop()
+        return self.current
+
+
+# ---- the run log ---------------------------------------------------------------------------
+
+class RunLog:
+    """``<project>/.ps-runs/<id>/events.jsonl``: one JSON object per line, written by the broker."""
+
+    def __init__(self, project: Path) -> None:
+        self.started = time.monotonic()
+        self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+        self.dir = Path(project) / ".ps-runs" / self.run_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / "events.jsonl"
+        self.file = open(self.path, "a", encoding="utf-8")
+
+    def write(self, event: str, **fields) -> None:
+        record = {"t_ms": round((time.monotonic() - self.started) * 1000, 3), "event": event, **fields}
+        self.file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+# ---- the session -------------------------------------------------------------------------
+
+class Handlers(dict):
+    """A handler table with a ``finish(result)`` hook run_script calls once the run ended."""
+
+    finish: Callable = staticmethod(lambda result: None)
+
+
+def _canonical(args: dict) -> str:
+    return json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+class PSSession:
+    def __init__(self, options: PSOptions, *, stdin=None, stderr=None) -> None:
+        self.options = options
+        self.stdin = stdin if stdin is not None else sys.stdin
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.started = time.monotonic()
+        self.policies = PolicyStack(options.allow_commands)
+        self.tool_calls = 0
+        self.steps = 0
+        self.history: list[str] = []
+        self.stopped: ScriptError | None = None  # a spent budget stays spent
+        self.reports: list[dict] = []
+        self.log = RunLog(Path(options.project)) if options.project is not None else None
+        self.actions: dict[str, Callable[[dict, dict], tuple]] = {
+            "REPORT": self.report,
+            "ASK_USER": self.ask_user,
+        }
+        if self.log:
+            self.log.write("start", options={k: v for k, v in vars(options).items() if k != "project"})
+
+    def event(self, event: str, **fields) -> None:
+        if self.log:
+            self.log.write(event, **fields)
+
+    # -- budgets --
+
+    def check_budgets(self) -> None:
+        if self.stopped is not None:
+            raise self.stopped
+        o = self.options
+        elapsed_ms = (time.monotonic() - self.started) * 1000
+        if o.max_time_ms and elapsed_ms > o.max_time_ms:
+            self.stop(f"budget exceeded: --max-time {o.max_time_ms} ms (the script ran for {int(elapsed_ms)} ms)")
+
+    def stop(self, message: str):
+        self.stopped = LimitError(message)
+        self.event("budget", message=message)
+        raise self.stopped
+
+    # -- handlers --
+
+    def handlers(self) -> Handlers:
+        table = Handlers({
+            "ping": lambda: None,
+            "ps.start": self.op_start,
+            "ps.steps": self.op_steps,
+            "ps.action": self.op_action,
+            "ps.scope": self.op_scope,
+            "ps.event": self.op_event,
+        })
+        table.finish = self.finish
+        return table
+
+    def op_start(self):
+        return {"max_steps": self.options.max_steps, "max_time_ms": self.options.max_time_ms}
+
+    def op_steps(self, count: int):
+        self.steps = max(self.steps, count)
+        if self.options.max_steps and count > self.options.max_steps:
+            self.stop(f"budget exceeded: --max-steps {self.options.max_steps} (the worker reported {count})")
+        self.check_budgets()
+        return None
+
+    def op_event(self, kind: str, line: int, data: str):
+        if kind not in EVENT_KINDS:
+            raise ActionError(f"unknown event kind {kind[:40]!r}")
+        try:
+            fields = json.loads(data) if data else {}
+        except ValueError:
+            raise ActionError("event data must be JSON") from None
+        if type(fields) is not dict:
+            raise ActionError("event data must be an object")
+        self.event(kind, line=line, **{str(k)[:40]: v for k, v in fields.items()})
+        return None
+
+    def op_scope(self, change: str, policy: str, line: int):
+        if change == "enter":
+            try:
+                value = json.loads(policy)
+            except ValueError:
+                raise ActionError("policy must be JSON") from None
+            effective = self.policies.enter(value)
+            self.event("scope_enter", line=line, policy=value, effective=effective)
+            return effective
+        if change == "exit":
+            restored = self.policies.exit()
+            self.event("scope_exit", line=line, restored=restored)
+            return restored
+        raise ActionError(f"unknown scope change {change[:40]!r}")
+
+    def op_action(self, name: str, args: str):
+        self.check_budgets()
+        if name not in ACTIONS:
+            raise ActionError(f"unknown action '{name[:40]}'")
+        try:
+            values = json.loads(args)
+        except ValueError:
+            raise ActionError("action arguments must be JSON") from None
+        if type(values) is not dict:
+            raise ActionError(f"{name}: args must be an object")
+        o = self.options
+        if o.max_tool_calls and self.tool_calls >= o.max_tool_calls:
+            self.stop(f"budget exceeded: --max-tool-calls {o.max_tool_calls} "
+                      f"(action {self.tool_calls + 1}, {name}, refused)")
+        self.tool_calls += 1
+        key = name + " " + _canonical(values)
+        self.history.append(key)
+        del self.history[:-LOOP_REPEATS]
+        if o.halt_on_loop and len(self.history) == LOOP_REPEATS and len(set(self.history)) == 1:
+            self.stop(f"loop detected: {name} with the same arguments {LOOP_REPEATS} times in a row (--halt-on-loop)")
+        policy = self.policies.current
+        started = time.monotonic()
+        try:
+            if name not in policy["allowActions"]:
+                allowed = ", ".join(policy["allowActions"]) or "none"
+                raise SandboxError(f"policy denies action {name} (allowed here: {allowed})")
+            handler = self.actions.get(name)
+            if handler is None:
+                raise ActionError(f"action {name} is not available yet (file actions and RUN_CMD come with the Sandbox layer)")
+            value, printed = handler(values, policy)
+        except ScriptError as exc:
+            self.trace(name, values, f"error: {exc}", started)
+            self.event("action", action=name, args=values, ok=False, error=str(exc))
+            raise
+        self.trace(name, values, "ok", started)
+        self.event("action", action=name, args=values, ok=True, value=value)
+        return {"value": value, "print": printed}
+
+    def trace(self, name: str, values: dict, outcome: str, started: float) -> None:
+        if self.options.verbose:
+            shown = _canonical(values)
+            if len(shown) > 200:
+                shown = shown[:197] + "..."
+            ms = (time.monotonic() - started) * 1000
+            print(f"[ps] action #{self.tool_calls} {name} {shown} -> {outcome} ({ms:.1f} ms)", file=self.stderr)
+
+    # -- the phase 1 actions --
+
+    def report(self, args: dict, policy: dict):
+        allowed = {"message": str, "filesChanged": list, "nextSuggestions": list, "done": bool}
+        for key, value in args.items():
+            if key not in allowed:
+                raise ActionError(f"REPORT: unknown argument '{key[:40]}' (arguments: {', '.join(allowed)})")
+            if type(value) is not allowed[key] or (allowed[key] is list and any(type(v) is not str for v in value)):
+                kind = "an array of strings" if allowed[key] is list else allowed[key].__name__.replace("str", "a string").replace("bool", "true or false")
+                raise ActionError(f"REPORT: {key} must be {kind}")
+        if "message" not in args:
+            raise ActionError("REPORT: the 'message' argument is required")
+        self.reports.append(args)
+        lines = [f"[ps] REPORT: {args['message']}"]
+        if args.get("filesChanged"):
+            lines.append("  files changed: " + ", ".join(args["filesChanged"]))
+        if args.get("nextSuggestions"):
+            lines.append("  next: " + "; ".join(args["nextSuggestions"]))
+        return None, "\n".join(lines) + "\n"
+
+    def ask_user(self, args: dict, policy: dict):
+        question = args.get("question")
+        choices = args.get("choices", [])
+        unknown = set(args) - {"question", "choices"}
+        if unknown:
+            raise ActionError(f"ASK_USER: unknown argument '{sorted(unknown)[0][:40]}' (arguments: question, choices)")
+        if type(question) is not str:
+            raise ActionError("ASK_USER: the 'question' argument (a string) is required")
+        if type(choices) is not list or any(type(c) is not str for c in choices):
+            raise ActionError("ASK_USER: choices must be an array of strings")
+        try:
+            tty = self.stdin is not None and os.isatty(self.stdin.fileno())
+        except (AttributeError, OSError, ValueError):
+            tty = False
+        if not tty:
+            raise ActionError("ASK_USER needs a terminal, and none is attached (stdin is not a terminal)")
+        print(f"[ps] ASK_USER: {question}", file=self.stderr)
+        for i, choice in enumerate(choices, 1):
+            print(f"  {i}. {choice}", file=self.stderr)
+        print("> ", end="", file=self.stderr, flush=True)
+        answer = self.stdin.readline()
+        if not answer:
+            raise ActionError("ASK_USER: no answer (end of input)")
+        answer = answer.rstrip("\n")[:MAX_ANSWER_CHARS]
+        if choices and answer.strip().isdigit() and 1 <= int(answer.strip()) <= len(choices):
+            answer = choices[int(answer.strip()) - 1]
+        return answer, None
+
+    # -- end of run --
+
+    def finish(self, result) -> None:
+        if self.log is None:
+            return
+        fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls}
+        if result.error:
+            self.log.write("error", kind=result.error_kind, line=result.error_line,
+                           column=result.error_column, message=result.error.splitlines()[0])
+        self.log.write("end", **fields)
+        self.log.close()
+
+
+def promptscript_handlers(service=None, **options) -> Handlers:
+    """The broker's handler table for a PromptScript run (``LANGUAGE_HANDLERS["ps"]``).
+
+    ``service`` (the FilesDSL FilesService) is unused in phase 1; ``options`` are PSOptions
+    fields. Keeps the session reachable as ``handlers.session``.
+    """
+    session = PSSession(PSOptions(**options))
+    table = session.handlers()
+    table.session = session
+    return table
