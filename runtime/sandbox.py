@@ -462,7 +462,7 @@ class Sandbox:
             requested = self.split(path)
         except PathNotInSandboxError as exc:
             raise self._outside(str(exc)) from None
-        if follow_last or not requested:
+        if follow_last or not requested or any(m.point == requested for m in self._shared.mounts):
             parts, m, exists = self._follow(path, requested)
         else:
             parent, m, exists = self._follow(path, requested[:-1])
