@@ -5,6 +5,9 @@ from __future__ import annotations
 from sandbox_worker import protocol
 
 
+OUTPUT_CHUNK_CHARS = protocol.MAX_REQUEST_BYTES // 8
+
+
 class ScriptFailure(Exception):
     """An error to report to the script's author, with the protocol error kind it travels as."""
 
@@ -34,7 +37,11 @@ class BrokerClient:
         raise ScriptFailure("InternalError", f"unexpected reply from the broker: {reply.get('t')!r}")
 
     def output(self, text: str) -> None:
-        protocol.write_frame(self.write_fd, {"t": "out", "s": text})
+        # In pieces that fit a request frame (4 UTF-8 bytes per character at most), so a
+        # huge print meets the broker's output cap instead of its frame limit.
+        step = OUTPUT_CHUNK_CHARS
+        for start in range(0, max(len(text), 1), step):
+            protocol.write_frame(self.write_fd, {"t": "out", "s": text[start:start + step]})
 
     def end(self, error: dict | None = None) -> None:
         message = {"t": "end", "ok": error is None}

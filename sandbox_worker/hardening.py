@@ -36,6 +36,7 @@ import os
 import platform
 import resource
 import struct
+import unicodedata  # noqa: F401 - compile() imports it lazily for non-ASCII identifiers: load it while we still can
 
 NOBODY = 65534
 
