@@ -23,8 +23,8 @@ CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 # The layers a corpus run can tell apart, outermost first, and what each means.
 LAYER_ORDER = {
     "restrictedpython": "compile_restricted refuses the code (names starting with '_', exec, imports of names...)",
-    "guards": "the restricted globals: missing builtins, the attribute/item/iteration guards, print hook",
-    "broker": "the broker's validation and the Sandbox policy refuse the request",
+    "guards": "the restricted globals (missing builtins, attribute/item/iteration/write guards, print hook) and Python's own runtime checks",
+    "broker": "the broker refuses the request: validation, the Sandbox policy, virtual paths (a host path names nothing)",
     "limits": "rlimits, the recursion limit and the supervisor's deadline, memory watch and output cap",
     "process": "the worker's process jail (namespaces, Landlock, seccomp, uid)",
 }
@@ -70,7 +70,26 @@ def load_corpus(directory: Path = CORPUS_DIR) -> list[Entry]:
     return entries
 
 
-def classify(outcome: str, error: dict | None) -> str:
+class RecordingBroker:
+    """Wraps the run's broker and remembers the error replies it sent, so a failure can be
+    attributed to the broker (its reply) rather than to the guards (raised in the worker)."""
+
+    def __init__(self, broker) -> None:
+        self.broker = broker
+        self.errors: list[str] = []
+
+    @property
+    def requests(self) -> int:
+        return self.broker.requests
+
+    def reply(self, message: dict) -> dict:
+        answer = self.broker.reply(message)
+        if answer.get("t") == "err":
+            self.errors.append(str(answer.get("msg", "")))
+        return answer
+
+
+def classify(outcome: str, error: dict | None, broker_errors=()) -> str:
     error = error or {}
     message, kind = str(error.get("msg", "")), error.get("kind")
     if outcome == "completed":
@@ -81,7 +100,7 @@ def classify(outcome: str, error: dict | None) -> str:
         return "limits"
     if message.startswith("code rejected by RestrictedPython"):
         return "restrictedpython"
-    if kind == "SandboxError":
+    if kind == "SandboxError" or (message and message in broker_errors):
         return "broker"
     if re.search(r"PermissionError|Operation not permitted|Too many open files|Permission denied", message):
         return "process"
@@ -89,11 +108,14 @@ def classify(outcome: str, error: dict | None) -> str:
 
 
 def run_entry(entry: Entry, root, host_strings=(), canary: str | None = None) -> Outcome:
-    from runtime.audit import audit
+    import time
 
+    from runtime.audit import audit, broker_for
+
+    broker = RecordingBroker(broker_for(root, time.monotonic() + CORPUS_TIMEOUT + 1))
     result = audit(entry.code, mode="restricted", root=root, timeout=CORPUS_TIMEOUT,
-                   memory_mb=CORPUS_MEMORY_MB, max_output=CORPUS_MAX_OUTPUT)
-    layer = classify(result.outcome, result.error)
+                   memory_mb=CORPUS_MEMORY_MB, max_output=CORPUS_MAX_OUTPUT, broker=broker)
+    layer = classify(result.outcome, result.error, broker.errors)
     text = result.output + str((result.error or {}).get("msg", ""))
     escaped = layer == "none" or "ESCAPED" in result.output
     escaped = escaped or (canary is not None and canary in text) or any(h in text for h in host_strings)

@@ -65,6 +65,7 @@ def audit(
     max_output: int = 1_000_000,
     layers: frozenset[str] | None = None,
     on_output: Callable[[str], None] | None = None,
+    broker: Broker | None = None,
 ) -> AuditResult:
     if mode not in ("os", "restricted"):
         raise ValueError(f"mode must be 'os' or 'restricted', not {mode!r}")
@@ -77,7 +78,8 @@ def audit(
 
     deadline = time.monotonic() + timeout
     limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
-    result = run_worker(code, broker_for(root, deadline), limits, deadline, collect, mode=mode, layers=layers)
+    broker = broker if broker is not None else broker_for(root, deadline)
+    result = run_worker(code, broker, limits, deadline, collect, mode=mode, layers=layers)
     return AuditResult(
         exit_code=exit_code_of(result),
         outcome={"ok": "completed", "error": "failed", "timeout": "timeout"}.get(result.status, "crash"),

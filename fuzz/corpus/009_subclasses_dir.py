@@ -1,0 +1,4 @@
+# attack: subclass walk
+# stops: guards
+# dir() to enumerate attributes
+print(dir(()), "ESCAPED")

@@ -1,0 +1,5 @@
+# attack: function globals
+# stops: guards
+# the proxy's broker client
+d = Directory("/")
+print(d.client, "ESCAPED")

@@ -1,0 +1,5 @@
+# attack: generator/coroutine/traceback frames
+# stops: restrictedpython
+# a generator expression's frame
+gen = (x for x in [1])
+print(gen.gi_frame, "ESCAPED")

@@ -1,0 +1,4 @@
+# attack: format-string attribute access
+# stops: restrictedpython
+# an f-string reaching a dunder
+print(f"{().__class__}", "ESCAPED")

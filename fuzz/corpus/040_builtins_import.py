@@ -1,0 +1,5 @@
+# attack: builtins recovery
+# stops: restrictedpython
+# __import__('os')
+__import__("os").system("id")
+print("ESCAPED")

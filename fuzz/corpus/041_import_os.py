@@ -1,0 +1,5 @@
+# attack: builtins recovery
+# stops: guards
+# import os
+import os
+print(os.listdir("/"), "ESCAPED")

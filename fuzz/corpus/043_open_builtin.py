@@ -1,0 +1,4 @@
+# attack: builtins recovery
+# stops: guards
+# open() of a host file
+print(open("/etc/passwd").read(), "ESCAPED")

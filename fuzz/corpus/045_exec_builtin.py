@@ -1,0 +1,5 @@
+# attack: builtins recovery
+# stops: restrictedpython
+# exec of source text
+exec("print(1)")
+print("ESCAPED")

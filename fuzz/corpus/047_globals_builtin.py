@@ -1,0 +1,4 @@
+# attack: builtins recovery
+# stops: guards
+# globals()
+print(globals(), "ESCAPED")

@@ -1,0 +1,4 @@
+# attack: builtins recovery
+# stops: guards
+# locals()
+print(locals(), "ESCAPED")

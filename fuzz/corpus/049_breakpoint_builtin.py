@@ -1,0 +1,5 @@
+# attack: builtins recovery
+# stops: restrictedpython
+# breakpoint() to reach pdb
+breakpoint()
+print("ESCAPED")

@@ -1,0 +1,5 @@
+# attack: builtins recovery
+# stops: guards
+# help() (pydoc, pager)
+help(len)
+print("ESCAPED")

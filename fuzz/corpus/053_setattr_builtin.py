@@ -1,0 +1,5 @@
+# attack: builtins recovery
+# stops: guards
+# setattr on an API object
+setattr(Directory("/"), "path", "/etc")
+print("ESCAPED")

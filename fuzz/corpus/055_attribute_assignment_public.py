@@ -1,0 +1,6 @@
+# attack: builtins recovery
+# stops: guards
+# assigning to a public attribute
+d = Directory("/")
+d.path = "/etc"
+print(d.files(), "ESCAPED")

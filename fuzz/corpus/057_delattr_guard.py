@@ -1,0 +1,6 @@
+# attack: builtins recovery
+# stops: guards
+# deleting an attribute
+d = Directory("/")
+del d.path
+print("ESCAPED")

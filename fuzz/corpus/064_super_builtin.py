@@ -1,0 +1,4 @@
+# attack: builtins recovery
+# stops: guards
+# super() outside a class
+print(super(), "ESCAPED")

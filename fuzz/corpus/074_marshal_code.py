@@ -1,0 +1,5 @@
+# attack: loader and module tricks
+# stops: guards
+# marshal.loads to build code
+import marshal
+print(marshal.loads(b"c"), "ESCAPED")

@@ -1,0 +1,4 @@
+# attack: look-alike unicode identifiers
+# stops: restrictedpython
+# fullwidth low lines normalize to __class__ (NFKC)
+print(().＿＿class＿＿, "ESCAPED")

@@ -1,0 +1,4 @@
+# attack: BaseException subclasses
+# stops: guards
+# KeyboardInterrupt raised by the script
+raise KeyboardInterrupt

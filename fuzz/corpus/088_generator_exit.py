@@ -1,0 +1,4 @@
+# attack: BaseException subclasses
+# stops: guards
+# GeneratorExit raised by the script
+raise GeneratorExit

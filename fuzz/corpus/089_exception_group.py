@@ -1,0 +1,4 @@
+# attack: BaseException subclasses
+# stops: guards
+# BaseExceptionGroup
+raise BaseExceptionGroup("x", [SystemExit(0)])

@@ -1,0 +1,6 @@
+# attack: BaseException subclasses
+# stops: guards
+# a subclass of BaseException
+class E(BaseException):
+    pass
+raise E()

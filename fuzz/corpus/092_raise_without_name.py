@@ -1,0 +1,4 @@
+# attack: BaseException subclasses
+# stops: guards
+# raise a value that is not an exception
+raise 1

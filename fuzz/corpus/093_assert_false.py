@@ -1,0 +1,4 @@
+# attack: BaseException subclasses
+# stops: guards
+# AssertionError escaping as a traceback
+assert False, "x"

@@ -1,0 +1,4 @@
+# attack: BaseException subclasses
+# stops: guards
+# StopIteration out of the module
+raise StopIteration

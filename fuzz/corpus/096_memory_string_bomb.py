@@ -1,0 +1,5 @@
+# attack: memory bomb
+# stops: limits
+# a huge string
+s = "x" * (10 ** 10)
+print("ESCAPED")

@@ -1,0 +1,5 @@
+# attack: CPU bomb
+# stops: limits
+# an infinite loop
+while True:
+    pass

@@ -1,0 +1,6 @@
+# attack: fork bomb
+# stops: guards
+# multiprocessing
+import multiprocessing
+multiprocessing.Process(target=print).start()
+print("ESCAPED")

@@ -1,0 +1,5 @@
+# attack: output bomb
+# stops: limits
+# one huge print
+print("x" * (10 ** 7))
+print("ESCAPED")

@@ -1,0 +1,4 @@
+# attack: /proc and symlink tricks
+# stops: broker
+# /proc/self/root
+print(Directory("/proc/self/root/etc").files(), "ESCAPED")

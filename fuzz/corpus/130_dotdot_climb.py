@@ -1,0 +1,4 @@
+# attack: /proc and symlink tricks
+# stops: broker
+# climbing with ..
+print(File("../canary.txt").read(), "ESCAPED")

@@ -1,0 +1,4 @@
+# attack: /proc and symlink tricks
+# stops: broker
+# a host absolute path
+print(File("/etc/passwd").read(), "ESCAPED")
