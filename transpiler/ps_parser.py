@@ -248,7 +248,8 @@ class _ToAst(Transformer):
     text = ""  # the normalised source, set per parse under the lock (guard texts)
 
     def __default__(self, data, children, meta):
-        raise DSLError(f"internal error: no AST rule for '{data}'", meta.line, meta.column)
+        raise DSLError(f"internal error: no AST rule for '{data}'", getattr(meta, "line", 1),
+                       getattr(meta, "column", 1))
 
     def start(self, meta, c):
         return A.Module(tuple(c), line=1, col=1)
