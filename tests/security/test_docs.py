@@ -1,0 +1,12 @@
+"""docs/security.md is generated from the corpus headers: the committed page must be current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fuzz.report import render
+
+
+def test_security_page_matches_its_generator():
+    page = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+    assert page.read_text(encoding="utf-8") == render(), "run: python -m fuzz.report > docs/security.md"
