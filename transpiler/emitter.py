@@ -61,6 +61,8 @@ def _safe_comment(text: str) -> str:
             out.append(ch)
         elif ch == "\t":
             out.append(" ")
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")  # a CR or other control character would end the comment
         else:
             out.append(ch.encode("ascii", "backslashreplace").decode("ascii"))
     return "".join(out)

@@ -221,3 +221,13 @@ def test_recursion_limit_is_restored():
     before = sys.getrecursionlimit()
     compile_script("x = " + "(" * 90 + "1" + ")" * 90)
     assert sys.getrecursionlimit() == before
+
+
+@pytest.mark.parametrize("comment", ["\r", "\x0b", "\x0c", "\x7f", "\x1b[31m"])
+def test_control_characters_in_a_dsl_comment_stay_inside_the_generated_comment(comment):
+    # Found by the token-soup property test: a lone CR inside a comment ended the
+    # generated "# L1: ..." comment and libcst refused the module.
+    emitted = compile_script(f"print(1)  #{comment}x\n")
+    first_quote = [line for line in emitted.python.splitlines() if line.startswith("# L1:")]
+    assert first_quote == [f"# L1: print(1)  #\\x{ord(comment[0]):02x}{comment[1:]}x"]
+    assert rp_compile(emitted.python) is not None
