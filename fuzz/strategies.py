@@ -44,8 +44,8 @@ def _literals(host_strings: list[str] = ()):
     return st.one_of(TEXT, st.sampled_from([s for s in HOSTILE_STRINGS + list(host_strings) if "\x00" not in s]))
 
 
-def programs(host_strings: list[str] = ()):
-    """Whole FilesDSL modules (transpiler.ast.Module), with hostile string literals."""
+def expressions(host_strings: list[str] = ()):
+    """FilesDSL expressions (transpiler.ast nodes), with hostile string literals."""
     leaves = st.one_of(
         st.builds(ast.Name, VARS),
         st.builds(ast.Int, st.integers(0, 10**12)),
@@ -72,7 +72,12 @@ def programs(host_strings: list[str] = ()):
             st.builds(ast.ListExpr, items.map(tuple)),
         )
 
-    exprs = st.recursive(leaves, compound, max_leaves=6)
+    return st.recursive(leaves, compound, max_leaves=6)
+
+
+def programs(host_strings: list[str] = ()):
+    """Whole FilesDSL modules (transpiler.ast.Module), with hostile string literals."""
+    exprs = expressions(host_strings)
 
     def block(stmts):
         return st.lists(stmts, min_size=1, max_size=2).map(tuple)

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from RestrictedPython import compile_restricted_exec
 
 from transpiler import DSLError, compile_script, parse
+from fuzz.strategies import VARS, expressions, programs
 from transpiler import ast
 from transpiler.ast import dump
 from transpiler.checker import errors
 from transpiler.emitter import emit
 from transpiler.printer import render
-from transpiler.surface import BUILTINS, KNOWN_ATTRIBUTES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -29,70 +29,9 @@ pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 SETTINGS = settings(max_examples=int(os.environ.get("FDSL_FUZZ_EXAMPLES", "200")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-VARS = st.sampled_from(["a", "b", "xs", "file_1", "n", "Total"])
-KW_NAMES = st.sampled_from(["k", "pages", "ignore_case", "scope", "recursive"])
-ATTRS = st.sampled_from(sorted(KNOWN_ATTRIBUTES))
-# any text a string literal may hold (no NUL, no lone surrogates)
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-               max_size=12)
-
-leaves = st.one_of(
-    st.builds(ast.Name, VARS),
-    st.builds(ast.Int, st.integers(0, 10**12)),
-    st.builds(ast.Bool, st.booleans()),
-    st.builds(ast.Str, TEXT),
-)
-
-
-def _compound(children):
-    kwargs = st.lists(st.builds(ast.Keyword, KW_NAMES, children), max_size=2,
-                      unique_by=lambda k: k.name).map(tuple)
-    items = st.lists(st.one_of(children, st.builds(ast.Range, children, children)), max_size=3)
-    func = st.one_of(st.builds(ast.Name, st.sampled_from(sorted(BUILTINS))),
-                     st.builds(ast.Attr, children, ATTRS))
-    return st.one_of(
-        st.builds(ast.BinOp, st.sampled_from("+-*/%"), children, children),
-        st.builds(ast.UnaryOp, st.sampled_from(["-", "not"]), children),
-        st.builds(ast.BoolOp, st.sampled_from(["and", "or"]), children, children),
-        st.builds(
-            lambda left, pairs: ast.Compare(left, tuple(p[0] for p in pairs),
-                                            tuple(p[1] for p in pairs)),
-            children,
-            st.lists(st.tuples(st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "in",
-                                                "not in"]), children), min_size=1, max_size=3),
-        ),
-        st.builds(ast.Call, func, st.lists(children, max_size=3).map(tuple), kwargs),
-        st.builds(ast.Attr, children, ATTRS),
-        st.builds(ast.Index, children, children),
-        st.builds(ast.ListExpr, items.map(tuple)),
-    )
-
-
-exprs = st.recursive(leaves, _compound, max_leaves=5)
-
-
-def _block(stmts):
-    return st.lists(stmts, min_size=1, max_size=2).map(tuple)
-
-
-def _stmts(children):
-    return st.one_of(
-        st.builds(ast.For, VARS, exprs, _block(children)),
-        st.builds(ast.If, exprs, _block(children),
-                  st.lists(st.builds(ast.Elif, exprs, _block(children)), max_size=2).map(tuple),
-                  st.one_of(st.just(()), _block(children))),
-    )
-
-
-simple = st.one_of(
-    st.builds(ast.Assign, VARS, exprs),
-    st.builds(ast.AugAssign, VARS, st.sampled_from("+-*/%"), exprs),
-    st.builds(ast.ExprStmt, exprs),
-    st.builds(ast.Break),
-    st.builds(ast.Continue),
-)
-statements = st.recursive(simple, _stmts, max_leaves=5)
-modules = st.lists(statements, max_size=3).map(lambda body: ast.Module(tuple(body)))
+# The same grammar-shaped strategies drive the boundary fuzzer (fuzz/strategies.py).
+exprs = expressions()
+modules = programs()
 
 
 @SETTINGS
