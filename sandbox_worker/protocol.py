@@ -7,12 +7,16 @@ pickle or marshal: decoding a hostile frame can only ever yield plain data).
 
 Messages (each a JSON object with a "t" field):
 
-  broker -> worker   {"t": "start", "code": str, "mode": str,         first frame, once
-                      "lang": "fdsl",
-                      "limits": {"memory_bytes": int, "cpu_seconds": int}}
+  broker -> worker   {"t": "start", "code": str,                     first frame, once
+                      "mode": "restricted" | "os",                    "os" only for tests and audits
+                      "lang": "fdsl" | "ps",
+                      "limits": {"memory_bytes": int, "cpu_seconds": int},
+                      "isolation": "best" | "strict",
+                      "layers": [str, ...]}                           optional, tests and audits only
                      {"t": "ok", "v": value}                          reply to a call
                      {"t": "err", "kind": str, "msg": str}            reply to a call
-  worker -> broker   {"t": "call", "op": str, "a": {name: value}}     expects one reply
+  worker -> broker   {"t": "ready", "layers": {layer: status}}        first frame only, once hardened
+                     {"t": "call", "op": str, "a": {name: value}}     expects one reply
                      {"t": "out", "s": str}                           script output, no reply
                      {"t": "end", "ok": true}                         script finished
                      {"t": "end", "ok": false, "error": {...}}        script failed (see ERROR_FIELDS)
