@@ -3,6 +3,7 @@ the check-then-open race."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from pathlib import Path
@@ -130,13 +131,9 @@ def test_resolve_is_inside_a_mount_or_refused(links, path, absolute):
 # ---------------------------------------------------------------- race
 
 
-@pytest.mark.parametrize("use_openat2", [True, False])
-def test_swapped_component_never_yields_the_outside_file(world, monkeypatch, use_openat2):
-    sb, tmp = world
-    if not use_openat2:
-        monkeypatch.setitem(safeio._state, "openat2", False)
-    elif not safeio.uses_openat2():
-        pytest.skip("no openat2 on this kernel")
+@contextlib.contextmanager
+def flipping_component(tmp):
+    """docs/flip swaps between a real directory and a symlink to the outside, in a loop."""
     docs = tmp / "docs"
     (docs / "flip").mkdir()
     (docs / "flip" / "canary.txt").write_text("inside\n")
@@ -151,19 +148,49 @@ def test_swapped_component_never_yields_the_outside_file(world, monkeypatch, use
             os.unlink(real)
             os.rename(docs / "flip.dir", real)  # back to the real directory
 
-    ts = FileSystemToolset(sb)
     t = threading.Thread(target=flipper, daemon=True)
     t.start()
-    seen = set()
     try:
+        yield docs / "flip" / "canary.txt"
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_the_race_is_real_for_a_naive_check_then_open(world):
+    """Baseline: realpath, check, then open by name does leak the canary under the same flipping."""
+    _, tmp = world
+    root = os.path.realpath(tmp / "docs")
+    leaked = False
+    with flipping_component(tmp) as target:
+        for _ in range(200_000):
+            try:
+                if os.path.commonpath([os.path.realpath(target), root]) != root:
+                    continue
+                with open(target) as f:
+                    if CANARY in f.read():
+                        leaked = True
+                        break
+            except OSError:
+                pass
+    assert leaked
+
+
+@pytest.mark.parametrize("use_openat2", [True, False])
+def test_swapped_component_never_yields_the_outside_file(world, monkeypatch, use_openat2):
+    sb, tmp = world
+    if not use_openat2:
+        monkeypatch.setitem(safeio._state, "openat2", False)
+    elif not safeio.uses_openat2():
+        pytest.skip("no openat2 on this kernel")
+    ts = FileSystemToolset(sb)
+    seen = set()
+    with flipping_component(tmp):
         for _ in range(3000):
             try:
                 seen.add(ts.read("/docs/flip/canary.txt").content)
             except (SandboxError, ScriptError) as exc:
                 assert str(tmp) not in str(exc)
                 seen.add(type(exc).__name__)
-    finally:
-        stop.set()
-        t.join()
     assert CANARY not in "".join(seen)
     assert ts.read("/docs/flip/canary.txt").content == "inside\n"  # once settled, the file is read
