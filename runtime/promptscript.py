@@ -51,7 +51,10 @@ class PSOptions:
     max_tool_calls: int = 0  # --max-tool-calls: apply() calls (0: unlimited)
     halt_on_loop: bool = False  # --halt-on-loop
     verbose: bool = False  # --verbose: trace each action on stderr
-    allow_commands: tuple = ()  # the base scope's command allowlist (phase 2: RUN_CMD)
+    allow_commands: tuple = ()  # the base scope's command allowlist (RUN_CMD)
+    write_approval: bool = True  # WRITE_FILE/PATCH_FILE ask `approve` (the CLI: terminal or --yes)
+    approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
+    output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
 
 
 class ActionError(ScriptError):
@@ -193,8 +196,16 @@ class PSSession:
             "REPORT": self.report,
             "ASK_USER": self.ask_user,
         }
+        self.files = None
+        if options.project is not None:
+            from runtime.ps_actions import ProjectActions
+
+            self.files = ProjectActions(Path(options.project), approve=options.approve,
+                                        write_approval=options.write_approval, time_left=self.time_left,
+                                        output_cap=options.output_cap)
+            self.actions.update(self.files.handlers())
         if self.log:
-            self.log.write("start", options={k: v for k, v in vars(options).items() if k != "project"})
+            self.log.write("start", options={k: v for k, v in vars(options).items() if k not in ("project", "approve")})
 
     def event(self, event: str, **fields) -> None:
         if self.log:
@@ -209,6 +220,12 @@ class PSSession:
         elapsed_ms = (time.monotonic() - self.started) * 1000
         if o.max_time_ms and elapsed_ms > o.max_time_ms:
             self.stop(f"budget exceeded: --max-time {o.max_time_ms} ms (the script ran for {int(elapsed_ms)} ms)")
+
+    def time_left(self) -> float | None:
+        """Seconds left of --max-time (None: no limit)."""
+        if not self.options.max_time_ms:
+            return None
+        return self.options.max_time_ms / 1000 - (time.monotonic() - self.started)
 
     def stop(self, message: str):
         self.stopped = LimitError(message)
@@ -258,10 +275,18 @@ class PSSession:
             except ValueError:
                 raise ActionError("policy must be JSON") from None
             effective = self.policies.enter(value)
+            if self.files is not None:
+                try:
+                    self.files.enter(effective)
+                except ScriptError:
+                    self.policies.exit()
+                    raise
             self.event("scope_enter", line=line, policy=value, effective=effective)
             return effective
         if change == "exit":
             restored = self.policies.exit()
+            if self.files is not None:
+                self.files.exit()
             self.event("scope_exit", line=line, restored=restored)
             return restored
         raise ActionError(f"unknown scope change {change[:40]!r}")
@@ -294,7 +319,7 @@ class PSSession:
                 raise SandboxError(f"policy denies action {name} (allowed here: {allowed})")
             handler = self.actions.get(name)
             if handler is None:
-                raise ActionError(f"action {name} is not available yet (file actions and RUN_CMD come with the Sandbox layer)")
+                raise ActionError(f"action {name} needs a project directory (--project DIR; run_script options project=...)")
             value, printed = handler(values, policy)
         except ScriptError as exc:
             self.trace(name, values, f"error: {exc}", started)
@@ -376,9 +401,12 @@ class PSSession:
 def promptscript_handlers(service=None, **options) -> Handlers:
     """The broker's handler table for a PromptScript run (``LANGUAGE_HANDLERS["ps"]``).
 
-    ``service`` (the FilesDSL FilesService) is unused in phase 1; ``options`` are PSOptions
+    ``service`` (the FilesDSL FilesService) lends its approver; ``options`` are PSOptions
     fields. Keeps the session reachable as ``handlers.session``.
     """
+    if "approve" not in options and service is not None:
+        # The run's approver (run_script's approve=, the CLI's terminal/--yes) answers writes.
+        options["approve"] = getattr(getattr(service, "vfs", None), "approve", None)
     session = PSSession(PSOptions(**options))
     table = session.handlers()
     table.session = session

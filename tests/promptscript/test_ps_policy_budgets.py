@@ -147,13 +147,11 @@ def test_bad_plans_fail_clearly(plan, message):
     assert r.exit_code == 1 and message in r.error, r.error
 
 
-def test_phase_two_actions_say_not_available_yet():
+def test_file_actions_without_a_project_say_what_they_need():
     for action in ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD"):
         session = PSSession(PSOptions())
-        with pytest.raises(ScriptError, match=f"action {action} is not available yet"):
+        with pytest.raises(ScriptError, match=f"action {action} needs a project directory"):
             session.op_action(action, "{}")
-    r = run_ps('parallel([{ action: "READ_FILE", args: { path: "a" } }])\n')
-    assert r.exit_code == 1 and "parallel() is not available yet" in r.error
 
 
 def test_ask_user_without_a_terminal_fails_at_once():

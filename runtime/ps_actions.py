@@ -1,0 +1,381 @@
+"""PromptScript's file actions and RUN_CMD, behind the Sandbox policy of the project.
+
+The project directory is one read-write mount at "/" (``write_approval`` as the run says:
+the command line asks on the terminal, ``--yes`` pre-approves, no terminal refuses). Paths in
+actions and policies are project-relative ("src/a.py"; a leading "/" means the project root;
+climbing above it is refused).
+
+Scopes: ``ProjectActions.sandboxes`` is a stack beside the broker's policy stack. The bottom is
+the project Sandbox; each ``with policy`` pushes ``Sandbox.derive(allow_read, allow_write)``
+of the scope below it, with the scope's effective (intersected) path lists, so an inner scope
+can never reach more than the outer one (derive refuses to widen). As with ``derive``, a
+writable prefix is also readable.
+
+Limits of the policy in force: ``maxFileBytes`` refuses reading, writing or patching a file
+larger than it (SEARCH skips such files); ``allowCommands`` is RUN_CMD's allowlist (the
+program name as the script writes it, resolved on the broker's PATH). Every denial names
+what is allowed. The run log directory ``.ps-runs`` is never writable by scripts.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import shutil
+import stat as statmod
+import time
+from pathlib import Path
+from typing import Callable
+
+from runtime import safeio
+from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
+from runtime.files import glob_to_regex
+from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, run_command
+from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
+from runtime.sandbox import Mount, Sandbox, SandboxConfig, vstr
+from runtime.toolset import FileSystemToolset, _os_error
+
+DEFAULT_READ_BYTES = 500_000
+DEFAULT_SEARCH_RESULTS = 200
+MAX_SEARCH_RESULTS = 10_000
+MAX_SEARCH_FILES = 100_000
+MAX_LINE_CHARS = 300
+DEFAULT_CMD_TIMEOUT_MS = 60_000
+MAX_CMD_TIMEOUT_MS = 600_000
+SKIPPED_DIRS = frozenset({".git", ".ps-runs"})
+RUN_LOG_DIR = ".ps-runs"
+
+
+class ActionArgError(ScriptError):
+    kind = "RuntimeError"
+
+
+def check_args(action: str, args: dict, spec: dict) -> dict:
+    """spec: name -> (type or tuple of types, required, description). Unknown names refused."""
+    for key in args:
+        if key not in spec:
+            raise ActionArgError(f"{action}: unknown argument '{str(key)[:40]}' (arguments: {', '.join(spec)})")
+    out = {}
+    for key, (types, required, what) in spec.items():
+        if key not in args:
+            if required:
+                raise ActionArgError(f"{action}: the '{key}' argument ({what}) is required")
+            continue
+        value = args[key]
+        if type(value) not in (types if isinstance(types, tuple) else (types,)):
+            raise ActionArgError(f"{action}: {key} must be {what}")
+        if type(value) is list and any(type(v) is not str for v in value) and what.endswith("strings"):
+            raise ActionArgError(f"{action}: {key} must be {what}")
+        out[key] = value
+    return out
+
+
+def _shown_list(values) -> str:
+    return ", ".join(values) if values else "none"
+
+
+class ProjectActions:
+    def __init__(self, project: Path, *, approve: Callable[[str], bool] | None = None,
+                 write_approval: bool = True, time_left: Callable[[], float | None] = lambda: None,
+                 output_cap: int = DEFAULT_OUTPUT_CAP) -> None:
+        self.project = Path(project).resolve()
+        config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
+                                             write_approval=write_approval)])
+        self.sandboxes: list[Sandbox] = [Sandbox(config)]
+        self.approve = approve
+        self.approved: set[str] = set()  # approvals are remembered for the run
+        self.time_left = time_left
+        self.output_cap = output_cap
+
+    # -- scopes --
+
+    @property
+    def sandbox(self) -> Sandbox:
+        return self.sandboxes[-1]
+
+    def enter(self, effective: dict) -> None:
+        def points(key):
+            return ["/" if p == "." else "/" + p for p in effective[key]]
+
+        try:
+            child = self.sandbox.derive(allow_read=points("allowRead"), allow_write=points("allowWrite"))
+        except SandboxError as exc:
+            raise SandboxError(f"policy: {exc}") from None
+        self.sandboxes.append(child)
+
+    def exit(self) -> None:
+        if len(self.sandboxes) > 1:
+            self.sandboxes.pop()
+
+    def handlers(self) -> dict:
+        return {"READ_FILE": self.read_file, "WRITE_FILE": self.write_file, "PATCH_FILE": self.patch_file,
+                "SEARCH": self.search, "RUN_CMD": self.run_cmd}
+
+    # -- helpers --
+
+    def _denied(self, action: str, exc: SandboxError, policy: dict) -> SandboxError:
+        return type(exc)(f"{action}: {exc} (policy allowRead: {_shown_list(policy['allowRead'])}; "
+                         f"allowWrite: {_shown_list(policy['allowWrite'])})")
+
+    def _toolset(self, sb: Sandbox) -> FileSystemToolset:
+        toolset = FileSystemToolset(sb, approve=self.approve)
+        toolset._approved = self.approved
+        return toolset
+
+    @staticmethod
+    def _vpath(path: str) -> str:
+        return "/" + path.lstrip("/")
+
+    @staticmethod
+    def _rel(vpath: str) -> str:
+        return vpath.lstrip("/") or "."
+
+    def _open_read(self, action: str, sb: Sandbox, path: str, policy: dict):
+        try:
+            fd, loc = sb.open_checked(self._vpath(path), os.O_RDONLY | safeio.O_NONBLOCK, op="read")
+        except SandboxError as exc:
+            raise self._denied(action, exc, policy) from None
+        except OSError as exc:
+            raise _os_error(path, exc) from None
+        return fd, loc
+
+    def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, int, str]:
+        """(bytes read, file size, project-relative path); refuses files over maxFileBytes."""
+        fd, loc = self._open_read(action, sb, path, policy)
+        shown = self._rel(vstr(loc.requested))
+        try:
+            st = os.fstat(fd)
+            if statmod.S_ISDIR(st.st_mode):
+                raise ScriptError(f"{action}: {shown} is a directory, not a file")
+            if not statmod.S_ISREG(st.st_mode):
+                raise ScriptError(f"{action}: {shown} is not a regular file")
+            cap = policy["maxFileBytes"]
+            if st.st_size > cap:
+                raise SandboxError(f"{action}: {shown} is {st.st_size} bytes; the policy's maxFileBytes is {cap}")
+            want = st.st_size if limit is None else min(limit, st.st_size)
+            chunks, got = [], 0
+            while got < want:
+                try:
+                    chunk = os.read(fd, min(1 << 20, want - got))
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+            return b"".join(chunks), st.st_size, shown
+        except OSError as exc:
+            raise _os_error(shown, exc) from None
+        finally:
+            os.close(fd)
+
+    def _check_writable(self, action: str, sb: Sandbox, path: str, policy: dict) -> str:
+        vpath = self._vpath(path)
+        try:
+            parts = Sandbox.split(vpath)
+        except SandboxError as exc:
+            raise self._denied(action, exc, policy) from None
+        if parts and parts[0] == RUN_LOG_DIR:
+            raise SandboxError(f"{action}: {RUN_LOG_DIR}/ holds the run logs and is not writable by scripts")
+        if not parts:
+            raise ScriptError(f"{action}: the project directory itself is not a file")
+        try:
+            sb._locate(vpath, op="write", follow_last=False)
+        except SandboxError as exc:
+            raise self._denied(action, exc, policy) from None
+        return "/".join(parts)
+
+    def _write(self, action: str, sb: Sandbox, path: str, content: str, policy: dict) -> int:
+        data = content.encode("utf-8", errors="surrogatepass")
+        cap = policy["maxFileBytes"]
+        if len(data) > cap:
+            raise SandboxError(f"{action}: {len(data)} bytes for {path}; the policy's maxFileBytes is {cap}")
+        try:
+            self._toolset(sb).write(self._vpath(path), content)
+        except ApprovalDeniedError as exc:
+            raise ApprovalDeniedError(f"{action}: {exc}") from None
+        except SandboxError as exc:
+            raise self._denied(action, exc, policy) from None
+        return len(data)
+
+    # -- the actions --
+
+    def read_file(self, args: dict, policy: dict):
+        a = check_args("READ_FILE", args, {
+            "path": (str, True, "a project-relative path"),
+            "maxBytes": (int, False, "a non-negative integer"),
+        })
+        limit = a.get("maxBytes", DEFAULT_READ_BYTES)
+        if limit < 0:
+            raise ActionArgError("READ_FILE: maxBytes must be a non-negative integer")
+        data, _size, _shown = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)
+        # Cut at maxBytes on a character boundary (an incomplete last character is left out).
+        return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False), None
+
+    def write_file(self, args: dict, policy: dict):
+        a = check_args("WRITE_FILE", args, {
+            "path": (str, True, "a project-relative path"),
+            "content": (str, True, "a string"),
+            "mode": (str, False, '"overwrite" or "create_only"'),
+        })
+        mode = a.get("mode", "overwrite")
+        if mode not in ("overwrite", "create_only"):
+            raise ActionArgError(f'WRITE_FILE: mode must be "overwrite" or "create_only", not {mode[:40]!r}')
+        sb = self.sandbox
+        rel = self._check_writable("WRITE_FILE", sb, a["path"], policy)
+        existed = os.path.lexists(self.project / rel)
+        if existed and mode == "create_only":
+            raise ScriptError(f"WRITE_FILE: {rel} already exists (mode create_only); use mode overwrite or PATCH_FILE")
+        size = self._write("WRITE_FILE", sb, rel, a["content"], policy)
+        return {"path": rel, "bytes": size, "created": not existed}, None
+
+    def patch_file(self, args: dict, policy: dict):
+        a = check_args("PATCH_FILE", args, {
+            "path": (str, True, "a project-relative path"),
+            "patch": (str, False, "a string (REPLACE:\\n<content>, or a unified diff)"),
+            "edits": (list, False, "an array of {old, new} objects"),
+            "old": (str, False, "a string"),
+            "new": (str, False, "a string"),
+        })
+        given = [k for k in ("patch", "edits", "old") if k in a]
+        if ("old" in a) != ("new" in a):
+            raise ActionArgError("PATCH_FILE: old and new go together")
+        if len(given) != 1:
+            raise ActionArgError("PATCH_FILE: give exactly one of patch (REPLACE: or a unified diff), "
+                                 "edits ([{old, new}]) or old+new")
+        sb = self.sandbox
+        rel = self._check_writable("PATCH_FILE", sb, a["path"], policy)
+        data, _size, _ = self._read_all("PATCH_FILE", sb, rel, policy)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ScriptError(f"PATCH_FILE: {rel} is not UTF-8 text; it cannot be patched") from None
+        try:
+            if "patch" in a:
+                patch = a["patch"]
+                if patch.startswith("REPLACE:"):
+                    new_text, fmt = apply_replace(patch), "replace"
+                elif looks_like_diff(patch):
+                    new_text, fmt = apply_diff(text, patch), "unified diff"
+                else:
+                    raise PatchError("PATCH_FILE: a patch is 'REPLACE:\\n<content>' or a unified diff "
+                                     "('--- a/x', '+++ b/x', '@@ -l,n +l,n @@'); for exact edits use edits or old+new")
+            elif "edits" in a:
+                new_text, fmt = apply_edits(text, a["edits"]), "edits"
+            else:
+                new_text, fmt = apply_edits(text, [{"old": a["old"], "new": a["new"]}]), "edits"
+        except PatchError as exc:
+            message = str(exc)
+            raise PatchError(message if message.startswith("PATCH_FILE") else
+                             f"PATCH_FILE: {message}; {rel} is unchanged") from None
+        size = self._write("PATCH_FILE", sb, rel, new_text, policy)
+        return {"path": rel, "bytes": size, "format": fmt, "changed": new_text != text}, None
+
+    def _files(self, sb: Sandbox, globs: list, deadline_check) -> list[str]:
+        """Project-relative paths of the regular files the scope may read, sorted."""
+        patterns = [glob_to_regex(g) for g in globs]
+        out: list[str] = []
+        root = str(self.project)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            deadline_check()
+            rel_dir = os.path.relpath(dirpath, root)
+            rel_dir = "" if rel_dir == "." else rel_dir + "/"
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
+                                 and not os.path.islink(os.path.join(dirpath, d)))
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                try:
+                    if not statmod.S_ISREG(os.lstat(full).st_mode):
+                        continue  # symlinks and special files are not searched
+                except OSError:
+                    continue
+                rel = rel_dir + name
+                if patterns and not any(p.match(rel) for p in patterns):
+                    continue
+                if not sb.can_read("/" + rel):
+                    continue
+                out.append(rel)
+                if len(out) > MAX_SEARCH_FILES:
+                    raise LimitError(f"SEARCH: more than {MAX_SEARCH_FILES} files to search; narrow it with globs")
+        return sorted(out)
+
+    def search(self, args: dict, policy: dict):
+        a = check_args("SEARCH", args, {
+            "query": (str, False, "a string"),
+            "globs": (list, False, "an array of strings"),
+            "maxResults": (int, False, f"an integer from 1 to {MAX_SEARCH_RESULTS}"),
+        })
+        query = a.get("query", "")
+        globs = a.get("globs", [])
+        limit = a.get("maxResults", DEFAULT_SEARCH_RESULTS)
+        if not 1 <= limit <= MAX_SEARCH_RESULTS:
+            raise ActionArgError(f"SEARCH: maxResults must be an integer from 1 to {MAX_SEARCH_RESULTS}")
+        if "\n" in query:
+            raise ActionArgError("SEARCH: the query is one line of text (it is matched line by line)")
+        for g in globs:
+            if not g or "\x00" in g or len(g) > 1000:
+                raise ActionArgError("SEARCH: each glob must be a non-empty pattern such as 'src/**/*.py'")
+        sb = self.sandbox
+        started = time.monotonic()
+
+        def deadline_check():
+            left = self.time_left()
+            if left is not None and left <= 0:
+                raise LimitError(f"SEARCH: stopped by the run's --max-time after {int((time.monotonic() - started) * 1000)} ms")
+
+        files = self._files(sb, globs, deadline_check)
+        if not query:
+            return [{"path": p} for p in files[:limit]], None
+        needle = query.encode("utf-8", "surrogatepass")
+        results = []
+        cap = policy["maxFileBytes"]
+        for rel in files:
+            deadline_check()
+            try:
+                data, _size, _ = self._read_all("SEARCH", sb, rel, policy)
+            except SandboxError:
+                continue  # over maxFileBytes, or swapped out of the scope since it was listed
+            except ScriptError:
+                continue
+            if len(data) > cap or b"\x00" in data[:8192] or needle not in data:
+                continue
+            text = data.decode("utf-8", "replace")
+            for number, line in enumerate(text.splitlines(), 1):
+                if query in line:
+                    shown = line.strip()
+                    if len(shown) > MAX_LINE_CHARS:
+                        shown = shown[:MAX_LINE_CHARS - 3] + "..."
+                    results.append({"path": rel, "line": number, "text": shown})
+                    if len(results) >= limit:
+                        return results, None
+        return results, None
+
+    def run_cmd(self, args: dict, policy: dict):
+        a = check_args("RUN_CMD", args, {
+            "cmd": (str, True, "a program name"),
+            "args": (list, False, "an array of strings"),
+            "timeoutMs": (int, False, f"an integer from 1 to {MAX_CMD_TIMEOUT_MS}"),
+        })
+        cmd = a["cmd"]
+        argv = a.get("args", [])
+        allowed = policy["allowCommands"]
+        if cmd not in allowed:
+            raise SandboxError(f"RUN_CMD: policy denies command {cmd[:80]!r} "
+                               f"(allowCommands here: {_shown_list(allowed)})")
+        timeout_ms = a.get("timeoutMs", DEFAULT_CMD_TIMEOUT_MS)
+        if not 1 <= timeout_ms <= MAX_CMD_TIMEOUT_MS:
+            raise ActionArgError(f"RUN_CMD: timeoutMs must be an integer from 1 to {MAX_CMD_TIMEOUT_MS}")
+        if any("\x00" in x for x in [cmd, *argv]) or len(argv) > 1000:
+            raise ActionArgError("RUN_CMD: arguments cannot contain NUL characters (and at most 1000 of them)")
+        left = self.time_left()
+        if left is not None:
+            if left <= 0:
+                raise LimitError("RUN_CMD: no time left in the run's --max-time")
+            timeout_ms = min(timeout_ms, max(1, int(left * 1000)))
+        program = shutil.which(cmd)
+        if program is None:
+            raise ScriptError(f"RUN_CMD: {cmd[:80]!r} is allowed but not found on the PATH")
+        value = run_command(os.path.abspath(program), list(argv), cwd=str(self.project),
+                            timeout_s=timeout_ms / 1000, shown=" ".join([cmd, *argv])[:200],
+                            output_cap=self.output_cap)
+        return value, None
