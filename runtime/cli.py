@@ -79,11 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
     )
     ps = run.add_argument_group("PromptScript (.ps)")  # budgets: runtime/promptscript.py
-    ps.add_argument("--project", default=None, metavar="DIR", help="project directory; the run log goes to DIR/.ps-runs/<id>/ (default: .)")
+    ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write for the file actions; the run log goes to DIR/.ps-runs/<id>/ (default: .)")
     ps.add_argument("--max-steps", type=int, default=50_000, metavar="N", help="statements executed (default 50000; 0: no limit)")
     ps.add_argument("--max-time", type=int, default=600_000, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
     ps.add_argument("--max-tool-calls", type=int, default=0, metavar="N", help="apply() calls (default 0: no limit)")
     ps.add_argument("--halt-on-loop", action="store_true", help="stop when the same action with the same args runs 3 times in a row")
+    ps.add_argument("--allow-command", action="append", default=[], metavar="CMD",
+                    help="a program RUN_CMD may run (repeatable; default: none)")
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
     doctor.add_argument("--timeout", type=float, default=10.0, metavar="S", help=argparse.SUPPRESS)
     audit = commands.add_parser("audit", help="run plain Python in the hardened worker (no transpiler) and report what it did")
@@ -136,7 +138,7 @@ def command_run(args) -> int:
             raise UsageError(f"--project {args.project}: not a directory")
         options = {"project": project, "max_steps": args.max_steps, "max_time_ms": args.max_time,
                    "max_tool_calls": args.max_tool_calls, "halt_on_loop": args.halt_on_loop,
-                   "verbose": args.verbose}
+                   "verbose": args.verbose, "allow_commands": tuple(args.allow_command)}
 
     def emit(text: str) -> None:
         sys.stdout.write(text)

@@ -45,6 +45,10 @@ INT = "int"
 BOOL = "bool"
 OPT_STR = "str|null"
 PAGES = "pages"  # null, an int, or a list of ints
+JSON_TEXT = "json"  # a string of JSON text, up to MAX_JSON_TEXT_CHARS (PromptScript action args)
+
+# A JSON_TEXT argument may fill a whole request frame (STR arguments stay at the broker's 64 KiB).
+MAX_JSON_TEXT_CHARS = MAX_REQUEST_BYTES
 
 # op name -> ordered {argument name: kind}. Every argument is required on the wire: defaults
 # live in the script-facing objects, so the broker sees exactly what will be done.
@@ -80,7 +84,8 @@ OPS: dict[str, dict[str, str]] = {
     # PromptScript (runtime/promptscript.py serves these; JSON values travel as strings).
     "ps.start": {},  # -> {max_steps, max_time_ms}: the budgets the worker enforces itself
     "ps.steps": {"count": INT},  # the step counter, reported every few thousand steps
-    "ps.action": {"name": STR, "args": STR},  # apply(): -> {"value": any, "print": str|null}
+    "ps.action": {"name": STR, "args": JSON_TEXT},  # apply(): -> {"value": any, "print": str|null}
+    "ps.parallel": {"items": JSON_TEXT, "max": INT, "fail_fast": BOOL},  # -> [{ok, value} | {ok, error}]
     "ps.scope": {"change": STR, "policy": STR, "line": INT},  # with policy: "enter" | "exit"
     "ps.event": {"kind": STR, "line": INT, "data": STR},  # a run-log event (retry, timeout)
 }
