@@ -39,6 +39,9 @@ DEFAULT_MAX_FILE_BYTES = 500_000
 LOOP_REPEATS = 3  # --halt-on-loop: the same action with the same args this many times in a row
 MAX_ANSWER_CHARS = 4096
 EVENT_KINDS = frozenset({"retry", "timeout"})
+PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")  # parallel(): the read-only actions only
+MAX_PARALLEL = 16  # parallel(): most threads at once
+MAX_PARALLEL_ITEMS = 1000
 
 
 @dataclass
@@ -240,6 +243,7 @@ class PSSession:
             "ps.start": self.op_start,
             "ps.steps": self.op_steps,
             "ps.action": self.op_action,
+            "ps.parallel": self.op_parallel,
             "ps.scope": self.op_scope,
             "ps.event": self.op_event,
         })
@@ -291,16 +295,20 @@ class PSSession:
             return restored
         raise ActionError(f"unknown scope change {change[:40]!r}")
 
-    def op_action(self, name: str, args: str):
-        self.check_budgets()
+    def _parse_action(self, name, args) -> dict:
         if name not in ACTIONS:
-            raise ActionError(f"unknown action '{name[:40]}'")
-        try:
-            values = json.loads(args)
-        except ValueError:
-            raise ActionError("action arguments must be JSON") from None
-        if type(values) is not dict:
+            raise ActionError(f"unknown action '{str(name)[:40]}'")
+        if type(args) is str:
+            try:
+                args = json.loads(args)
+            except ValueError:
+                raise ActionError("action arguments must be JSON") from None
+        if type(args) is not dict:
             raise ActionError(f"{name}: args must be an object")
+        return args
+
+    def _admit(self, name: str, values: dict) -> None:
+        """Count the call against --max-tool-calls and the loop detector (both stop the run)."""
         o = self.options
         if o.max_tool_calls and self.tool_calls >= o.max_tool_calls:
             self.stop(f"budget exceeded: --max-tool-calls {o.max_tool_calls} "
@@ -311,16 +319,24 @@ class PSSession:
         del self.history[:-LOOP_REPEATS]
         if o.halt_on_loop and len(self.history) == LOOP_REPEATS and len(set(self.history)) == 1:
             self.stop(f"loop detected: {name} with the same arguments {LOOP_REPEATS} times in a row (--halt-on-loop)")
+
+    def _dispatch(self, name: str, values: dict, policy: dict):
+        if name not in policy["allowActions"]:
+            allowed = ", ".join(policy["allowActions"]) or "none"
+            raise SandboxError(f"policy denies action {name} (allowed here: {allowed})")
+        handler = self.actions.get(name)
+        if handler is None:
+            raise ActionError(f"action {name} needs a project directory (--project DIR; run_script options project=...)")
+        return handler(values, policy)
+
+    def op_action(self, name: str, args: str):
+        self.check_budgets()
+        values = self._parse_action(name, args)
+        self._admit(name, values)
         policy = self.policies.current
         started = time.monotonic()
         try:
-            if name not in policy["allowActions"]:
-                allowed = ", ".join(policy["allowActions"]) or "none"
-                raise SandboxError(f"policy denies action {name} (allowed here: {allowed})")
-            handler = self.actions.get(name)
-            if handler is None:
-                raise ActionError(f"action {name} needs a project directory (--project DIR; run_script options project=...)")
-            value, printed = handler(values, policy)
+            value, printed = self._dispatch(name, values, policy)
         except ScriptError as exc:
             self.trace(name, values, f"error: {exc}", started)
             self.event("action", action=name, args=values, ok=False, error=str(exc))
@@ -328,6 +344,74 @@ class PSSession:
         self.trace(name, values, "ok", started)
         self.event("action", action=name, args=values, ok=True, value=value)
         return {"value": value, "print": printed}
+
+    def op_parallel(self, items: str, max: int, fail_fast: bool):
+        """parallel(): READ_FILE / SEARCH items, run in windows of ``max`` threads, in input order.
+
+        Each window's items are counted (budget, loop detector) before it starts, so with
+        fail_fast the items after a failing window are neither run nor counted. fail_fast:
+        the first failing item's error is raised; otherwise each item gives {ok, value} or
+        {ok, error}. A spent budget always stops the run.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.check_budgets()
+        try:
+            batch = json.loads(items)
+        except ValueError:
+            raise ActionError("parallel items must be JSON") from None
+        if type(batch) is not list or len(batch) > MAX_PARALLEL_ITEMS:
+            raise ActionError(f"parallel() needs an array of at most {MAX_PARALLEL_ITEMS} items")
+        if not 1 <= max <= MAX_PARALLEL:
+            raise ActionError(f"parallel(): max must be an integer from 1 to {MAX_PARALLEL}")
+        parsed = []
+        for i, item in enumerate(batch, 1):
+            if type(item) is not dict or set(item) != {"action", "args"}:
+                raise ActionError(f"parallel item {i} must be an object {{action, args}}")
+            if item["action"] not in PARALLEL_ACTIONS:
+                raise ActionError(f"parallel item {i}: parallel() runs only the read-only actions "
+                                  f"{', '.join(PARALLEL_ACTIONS)}, not {str(item['action'])[:40]}")
+            parsed.append((item["action"], self._parse_action(item["action"], item["args"])))
+        policy = self.policies.current
+        if self.files is not None:
+            for mount in self.files.sandbox.mounts:  # open the mount fds before the threads share them
+                self.files.sandbox.mount_fd(mount)
+
+        def run_one(name, values):
+            started = time.monotonic()
+            try:
+                value, _printed = self._dispatch(name, values, policy)
+                return True, value, started
+            except LimitError:
+                raise
+            except ScriptError as exc:
+                return False, exc, started
+
+        results: list[dict] = []
+        with ThreadPoolExecutor(max_workers=max) as pool:
+            for low in range(0, len(parsed), max):
+                window = parsed[low: low + max]
+                for name, values in window:
+                    self.check_budgets()
+                    self._admit(name, values)
+                done = [pool.submit(run_one, name, values) for name, values in window]
+                failure = None
+                for (name, values), future in zip(window, done):
+                    ok, value, started = future.result()
+                    if ok:
+                        self.trace(name, values, "ok", started)
+                        self.event("action", action=name, args=values, ok=True, value=value, parallel=True)
+                        results.append({"ok": True, "value": value})
+                    else:
+                        self.trace(name, values, f"error: {value}", started)
+                        self.event("action", action=name, args=values, ok=False, error=str(value), parallel=True)
+                        results.append({"ok": False, "error": str(value)})
+                        if failure is None:
+                            failure = (len(results), value)
+                if failure is not None and fail_fast:
+                    index, exc = failure
+                    raise type(exc)(f"parallel item {index}: {exc}")
+        return results
 
     def trace(self, name: str, values: dict, outcome: str, started: float) -> None:
         if self.options.verbose:
@@ -377,6 +461,17 @@ class PSSession:
         for i, choice in enumerate(choices, 1):
             print(f"  {i}. {choice}", file=self.stderr)
         print("> ", end="", file=self.stderr, flush=True)
+        left = self.time_left()
+        if left is not None:  # the wait for an answer obeys --max-time
+            import select
+
+            try:
+                ready = select.select([self.stdin], [], [], max(left, 0))[0]
+            except (OSError, ValueError, TypeError):
+                ready = [self.stdin]
+            if not ready:
+                self.stop(f"budget exceeded: --max-time {self.options.max_time_ms} ms "
+                          "(no answer to ASK_USER in time)")
         answer = self.stdin.readline()
         if not answer:
             raise ActionError("ASK_USER: no answer (end of input)")

@@ -651,6 +651,8 @@ def restricted_globals(client: BrokerClient) -> dict:
                 raise PSError(f"apply({action!r}, args): args must be an object, not {type_name(action_args)}")
         if action not in ACTIONS:
             raise PSError(f"unknown action '{action}' (actions: {', '.join(ACTIONS)})")
+        if action == "RUN_CMD":
+            action_args = _cap_command_timeout(rt, action_args)
         payload = json.dumps(to_json(action_args, action), ensure_ascii=False)
         reply = rt.call("ps.action", name=action, args=payload)
         if type(reply) is dict:
@@ -660,8 +662,31 @@ def restricted_globals(client: BrokerClient) -> dict:
             return reply.get("value")
         return None
 
-    def parallel(*args):
-        raise PSError("parallel() is not available yet (it comes with the file actions)")
+    def parallel(items, opts=None):
+        if type(items) is not list:
+            raise PSError(f"parallel() needs an array of {{action, args}} items, not {type_name(items)}")
+        for i, item in enumerate(items, 1):
+            if type(item) is not dict or set(item) != {"action", "args"}:
+                raise PSError(f"parallel item {i} must be an object {{action, args}}")
+            if item["action"] not in PARALLEL_ACTIONS:
+                raise PSError(f"parallel item {i}: parallel() runs only the read-only actions "
+                              f"{', '.join(PARALLEL_ACTIONS)}, not {render(item['action'], top=False)}")
+            if type(item["args"]) is not dict:
+                raise PSError(f"parallel item {i}: args must be an object, not {type_name(item['args'])}")
+        opts = {} if opts is None else opts
+        if type(opts) is not dict:
+            raise PSError(f"parallel() options must be an object {{max, fail_fast}}, not {type_name(opts)}")
+        unknown = [k for k in opts if k not in ("max", "fail_fast")]
+        if unknown:
+            raise PSError(f"parallel(): unknown option '{unknown[0]}' (options: max, fail_fast)")
+        most = opts.get("max", 4)
+        fail_fast = opts.get("fail_fast", True)
+        if type(most) is not int or not 1 <= most <= 16:
+            raise PSError("parallel(): max must be a whole number from 1 to 16")
+        if type(fail_fast) is not bool:
+            raise PSError("parallel(): fail_fast must be true or false")
+        payload = json.dumps(to_json(items, "parallel"), ensure_ascii=False)
+        return rt.call("ps.parallel", items=payload, max=most, fail_fast=fail_fast)
 
     return {
         "__builtins__": {
@@ -679,6 +704,23 @@ def restricted_globals(client: BrokerClient) -> dict:
         "_getiter_": guarded_iter,
         "_write_": guarded_write,
     }
+
+
+PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")
+
+
+def _cap_command_timeout(rt: Runtime, args: dict) -> dict:
+    """A `timeout` block cannot cut a broker call short, so RUN_CMD's own timeoutMs is lowered
+    to the time left in the innermost pending block (the broker kills the command then)."""
+    pending = [e.at for e in rt.deadlines if not e.fired]
+    if not pending:
+        return args
+    left_ms = int((min(pending) - time.monotonic()) * 1000)
+    asked = args.get("timeoutMs", 60_000)
+    if type(asked) is int and left_ms < asked:
+        args = dict(args)
+        args["timeoutMs"] = max(1, left_ms)
+    return args
 
 
 def guard(value, text: str, line: int) -> None:
