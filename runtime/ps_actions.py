@@ -8,8 +8,9 @@ climbing above it is refused).
 Scopes: ``ProjectActions.sandboxes`` is a stack beside the broker's policy stack. The bottom is
 the project Sandbox; each ``with policy`` pushes ``Sandbox.derive(allow_read, allow_write)``
 of the scope below it, with the scope's effective (intersected) path lists, so an inner scope
-can never reach more than the outer one (derive refuses to widen). As with ``derive``, a
-writable prefix is also readable.
+can never reach more than the outer one (derive refuses to widen). Writes are confined to
+the readable part too: the write list handed to derive is allowWrite intersected with
+allowRead, so ``allowRead: ["src"]`` alone also keeps writes inside src.
 
 Limits of the policy in force: ``maxFileBytes`` refuses reading, writing or patching a file
 larger than it (SEARCH skips such files); ``allowCommands`` is RUN_CMD's allowlist (the
@@ -94,11 +95,15 @@ class ProjectActions:
         return self.sandboxes[-1]
 
     def enter(self, effective: dict) -> None:
-        def points(key):
-            return ["/" if p == "." else "/" + p for p in effective[key]]
+        from runtime.promptscript import _intersect_paths
 
+        def points(paths):
+            return ["/" if p == "." else "/" + p for p in paths]
+
+        # What cannot be read cannot be written: `allowRead: ["src"]` alone confines writes too.
+        writes = _intersect_paths(effective["allowRead"], effective["allowWrite"])
         try:
-            child = self.sandbox.derive(allow_read=points("allowRead"), allow_write=points("allowWrite"))
+            child = self.sandbox.derive(allow_read=points(effective["allowRead"]), allow_write=points(writes))
         except SandboxError as exc:
             raise SandboxError(f"policy: {exc}") from None
         self.sandboxes.append(child)
