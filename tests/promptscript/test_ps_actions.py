@@ -365,3 +365,21 @@ def test_tool_call_budget_counts_file_actions_and_parallel_items(project):
            project, max_tool_calls=3)
     assert r.exit_code == 1 and r.error_kind == "LimitError"
     assert "budget exceeded: --max-tool-calls 3 (action 4, SEARCH, refused)" in r.error
+
+
+def test_files_example_runs_on_a_scratch_copy(tmp_path):
+    import shutil
+    import subprocess
+
+    from _ps import REPO
+
+    work = tmp_path / "greeter"
+    shutil.copytree(REPO / "examples" / "project", work)
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(REPO / "examples" / "files.ps"),
+                           "--project", str(work), "--yes", "--allow-command", "python3"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "[ps] exit 0 stdout: Hola, mundo" in proc.stdout.splitlines()
+    assert "[ps] REPORT: greeter speaks Spanish" in proc.stdout.splitlines()
+    status = subprocess.run(["git", "status", "--porcelain", "examples"], cwd=REPO, capture_output=True, text=True)
+    assert status.stdout == ""  # the example never touches the repository's copy
