@@ -3,7 +3,9 @@ ps_add, ps_lt) against the same loop as plain Python in this process, measured i
 
     python bench/promptscript.py [--n 300000] [--runs 3]
 
-Also: one REPORT action through the broker against a plain function call. Ratios matter,
+Also: one REPORT action through the broker against a plain function call, and one READ_FILE
+of a 4 KiB file through the broker (worker -> pipe -> broker -> policy -> openat2) against a
+plain open()+read() of the same file. Ratios matter,
 not the absolute figures (shared, noisy machines).
 """
 
@@ -71,6 +73,28 @@ def main() -> None:
         (lambda message: message)("m")
     local = time.perf_counter() - started
     print(f"one REPORT action through the broker: {act / k * 1e6:.0f} us  (a plain call: {local / k * 1e6:.2f} us)")
+
+    # One READ_FILE (a 4 KiB file of the project, through the worker, the broker, the policy
+    # and the openat2-beneath open) against a plain open()+read() of the same file.
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "data.txt").write_text("x" * 4095 + "\n")
+        reads = f'for i in range({k}):\n  apply("READ_FILE", {{ path: "data.txt" }})\n'
+        loop = f'for i in range({k}):\n  x = i\n'
+        base = statistics.median(run_ps(loop, project=project)["run_s"] for _ in range(args.runs))
+        rf = statistics.median(run_ps(reads, project=project)["run_s"] for _ in range(args.runs)) - base
+        timings = []
+        for _ in range(args.runs):
+            started = time.perf_counter()
+            for _ in range(k):
+                with open(project / "data.txt", encoding="utf-8") as f:
+                    f.read()
+            timings.append(time.perf_counter() - started)
+        plain = statistics.median(timings)
+    print(f"one READ_FILE (4 KiB) through the broker: {rf / k * 1e6:.0f} us  "
+          f"(a plain open+read: {plain / k * 1e6:.1f} us, ratio {rf / plain:.0f}x)")
 
 
 if __name__ == "__main__":
