@@ -11,13 +11,13 @@ its decision:
     (an inner scope can never widen an outer one); exit: pop (never below the base).
   * ``ps.action`` Deny when a budget is spent, when the loop detector trips, or when the
     policy in force does not allow the action; then dispatch to ``self.actions[name]``
-    (a callable ``(args: dict, policy: dict) -> (value, printed_text|None)``). Phase 1
-    serves REPORT and ASK_USER; the file actions and RUN_CMD answer "not available yet".
+    (a callable ``(args: dict, policy: dict) -> (value, printed_text|None)``): REPORT and
+    ASK_USER here, the file actions and RUN_CMD in runtime/ps_actions.py (given a project).
+  * ``ps.parallel`` READ_FILE / SEARCH items in windows of ``max`` threads, in input order.
   * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout).
 
-Phase 2 plugs the Sandbox in by filling ``PSSession.actions`` (the policy passed in is the
-effective scope: allowCommands, maxFileBytes, allowRead/allowWrite to map onto
-``Sandbox.derive``).
+With a project, ``self.files`` (ProjectActions) keeps a Sandbox per scope beside the policy
+stack: the project mount at the bottom, ``Sandbox.derive`` for each ``with policy``.
 """
 
 from __future__ import annotations
