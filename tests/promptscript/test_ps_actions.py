@@ -330,7 +330,7 @@ for r in rs:
            ' { action: "READ_FILE", args: { path: "x" } }, { action: "READ_FILE", args: { path: "y" } }], { max: 1 })\n',
            project, max_tool_calls=0)
     assert r.exit_code == 1 and "parallel item 2: no such file: nope" in r.error
-    log = sorted((project / ".ps-runs").iterdir())[-1] / "events.jsonl"
+    log = next(d / "events.jsonl" for d in (project / ".ps-runs").iterdir() if "nope" in (d / "events.jsonl").read_text())
     actions = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "action"]
     assert [a["args"]["path"] for a in actions] == ["notes.txt", "nope"]  # fail_fast: y and x never ran
 
