@@ -34,7 +34,7 @@ from runtime.files import glob_to_regex
 from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, run_command
 from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.sandbox import Mount, Sandbox, SandboxConfig, vstr
-from runtime.toolset import FileSystemToolset, _os_error
+from runtime.toolset import FileSystemToolset, os_error
 
 DEFAULT_READ_BYTES = 500_000
 DEFAULT_SEARCH_RESULTS = 200
@@ -124,7 +124,7 @@ class ProjectActions:
 
     def _toolset(self, sb: Sandbox) -> FileSystemToolset:
         toolset = FileSystemToolset(sb, approve=self.approve)
-        toolset._approved = self.approved
+        toolset.approved = self.approved
         return toolset
 
     @staticmethod
@@ -141,7 +141,7 @@ class ProjectActions:
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
         except OSError as exc:
-            raise _os_error(path, exc) from None
+            raise os_error(path, exc) from None
         return fd, loc
 
     def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, int, str]:
@@ -170,7 +170,7 @@ class ProjectActions:
                 got += len(chunk)
             return b"".join(chunks), st.st_size, shown
         except OSError as exc:
-            raise _os_error(shown, exc) from None
+            raise os_error(shown, exc) from None
         finally:
             os.close(fd)
 
@@ -185,7 +185,7 @@ class ProjectActions:
         if not parts:
             raise ScriptError(f"{action}: the project directory itself is not a file")
         try:
-            sb._locate(vpath, op="write", follow_last=False)
+            sb.locate(vpath, op="write", follow_last=False)
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
         return "/".join(parts)

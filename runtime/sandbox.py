@@ -13,7 +13,7 @@ expanded or translated). NUL, control characters (U+0000-U+001F, U+007F-U+009F),
 surrogates and paths over 4096 characters are refused with InvalidPathError. Unicode is not
 normalized: "．．" (fullwidth) is an ordinary name, not "..".
 
-Resolution (`Sandbox._locate`). The most specific mount wins. Components are looked up one by
+Resolution (`Sandbox.locate`). The most specific mount wins. Components are looked up one by
 one with lstat; a symlink is read and replaced by its target, which must stay inside the mount
 that holds the link (a relative target may not climb above the mount's directory, an absolute
 one must start with the mount's real host directory) and must not land under another, more
@@ -456,7 +456,7 @@ class Sandbox:
                 base.append(c)
         return tuple(base)
 
-    def _locate(self, path: str, *, op: str, follow_last: bool = True) -> Location:
+    def locate(self, path: str, *, op: str, follow_last: bool = True) -> Location:
         """Resolve and check `op` ("read", "write" or "any") on the requested and canonical path."""
         try:
             requested = self.split(path)
@@ -494,32 +494,32 @@ class Sandbox:
     def resolve(self, path: str) -> Path:
         """The host path a virtual path names (it may not exist yet). Symlinks are followed only
         inside their own mount. Raises PathNotInSandboxError if outside the sandbox."""
-        return Path(self._locate(path, op="any").host)
+        return Path(self.locate(path, op="any").host)
 
     def can_read(self, path: str) -> bool:
         try:
-            self._locate(path, op="read")
+            self.locate(path, op="read")
             return True
         except (SandboxError, ScriptError):
             return False
 
     def can_write(self, path: str) -> bool:
         try:
-            self._locate(path, op="write", follow_last=False)
+            self.locate(path, op="write", follow_last=False)
             return True
         except (SandboxError, ScriptError):
             return False
 
     def needs_read_approval(self, path: str) -> bool:
         try:
-            loc = self._locate(path, op="any")
+            loc = self.locate(path, op="any")
         except (SandboxError, ScriptError):
             return False
         return loc.mount.mount.read_approval or self.mount_for(loc.requested).mount.read_approval
 
     def needs_write_approval(self, path: str) -> bool:
         try:
-            loc = self._locate(path, op="any", follow_last=False)
+            loc = self.locate(path, op="any", follow_last=False)
         except (SandboxError, ScriptError):
             return False
         return loc.mount.mount.write_approval or self.mount_for(loc.requested).mount.write_approval
@@ -528,7 +528,7 @@ class Sandbox:
         """(mount point, resolved host path, Mount) for `path`, checked for `op`."""
         if op not in ("read", "write"):
             raise ScriptError(f"op must be 'read' or 'write', not {op!r}")
-        loc = self._locate(path, op=op, follow_last=op == "read")
+        loc = self.locate(path, op=op, follow_last=op == "read")
         return loc.mount.point_str, Path(loc.host), loc.mount.mount
 
     def check_suffix(self, path: Path, mount: Mount, *, virtual_path: str) -> None:
@@ -631,7 +631,7 @@ class Sandbox:
         """Locate, check and open `path`; if a component is swapped for a symlink between
         the check and the open, check again (at most `attempts` times). Never follows it."""
         for _ in range(attempts):
-            loc = self._locate(path, op=op)
+            loc = self.locate(path, op=op)
             try:
                 return self.open_location(loc, flags), loc
             except safeio.Raced:

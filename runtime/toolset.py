@@ -89,7 +89,7 @@ TOOLS = {
 }
 
 
-def _os_error(vpath: str, exc: OSError) -> ScriptError:
+def os_error(vpath: str, exc: OSError) -> ScriptError:
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
         return ScriptError(f"no such file: {vpath}")
     if isinstance(exc, IsADirectoryError) or exc.errno == errno.EISDIR:
@@ -120,7 +120,7 @@ class FileSystemToolset:
         self.id = id
         self.max_retries = max_retries
         self.approve = approve
-        self._approved: set[str] = set()
+        self.approved: set[str] = set()
         self._vfs = VirtualFS(sandbox)
 
     @classmethod
@@ -168,21 +168,21 @@ class FileSystemToolset:
         a = tool_args
         try:
             if name == "read_file":
-                sb._locate(a["path"], op="read")
+                sb.locate(a["path"], op="read")
                 need = sb.needs_read_approval(a["path"])
             elif name in ("write_file", "edit_file", "delete_file"):
-                sb._locate(a["path"], op="write", follow_last=False)
+                sb.locate(a["path"], op="write", follow_last=False)
                 need = sb.needs_write_approval(a["path"])
             elif name == "move_file":
-                sb._locate(a["source"], op="write", follow_last=False)
-                sb._locate(a["destination"], op="write", follow_last=False)
+                sb.locate(a["source"], op="write", follow_last=False)
+                sb.locate(a["destination"], op="write", follow_last=False)
                 need = sb.needs_write_approval(a["source"]) or sb.needs_write_approval(a["destination"])
             elif name == "copy_file":
-                sb._locate(a["source"], op="read")
-                sb._locate(a["destination"], op="write", follow_last=False)
+                sb.locate(a["source"], op="read")
+                sb.locate(a["destination"], op="write", follow_last=False)
                 need = sb.needs_write_approval(a["destination"])
             elif name == "list_files":
-                loc = sb._locate(a.get("path", "/"), op="read")
+                loc = sb.locate(a.get("path", "/"), op="read")
                 listed = [loc.mount] + [m for m in sb.mounts if m.point[: len(loc.parts)] == loc.parts]
                 need = any(m.mount.read_approval for m in listed)
             else:
@@ -200,13 +200,13 @@ class FileSystemToolset:
         if result.status == "pre_approved":
             return
         description = self.get_approval_description(name, args)
-        if description in self._approved:
+        if description in self.approved:
             return
         if self.approve is None:
             raise ApprovalDeniedError(f"{description}: needs approval and no one can approve it here")
         if not self.approve(description):
             raise ApprovalDeniedError(f"{description}: not approved")
-        self._approved.add(description)
+        self.approved.add(description)
 
     # ------------------------------------------------------------------ primitives
 
@@ -215,7 +215,7 @@ class FileSystemToolset:
         try:
             fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
         except OSError as exc:
-            raise _os_error(self._shown(path), exc) from None
+            raise os_error(self._shown(path), exc) from None
         shown = vstr(loc.requested)
         try:
             st = os.fstat(fd)
@@ -243,7 +243,7 @@ class FileSystemToolset:
                     raise FileTooLargeError(f"{shown!r} grew over the limit of {limit} bytes while being read")
             return b"".join(chunks), loc
         except OSError as exc:
-            raise _os_error(shown, exc) from None
+            raise os_error(shown, exc) from None
         finally:
             os.close(fd)
 
@@ -251,7 +251,7 @@ class FileSystemToolset:
         """(O_PATH fd of the parent directory, last component, location) for a write-side op."""
         sb = self._sandbox
         for _ in range(3):
-            loc = sb._locate(path, op="write", follow_last=False)
+            loc = sb.locate(path, op="write", follow_last=False)
             shown = vstr(loc.requested)
             if not loc.rel:
                 raise ScriptError(f"{shown} is a mount point; it cannot be written, moved or deleted")
@@ -262,7 +262,7 @@ class FileSystemToolset:
             except OSError as exc:
                 if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
                     raise ScriptError(f"no such directory: {vstr(loc.requested[:-1])}") from None
-                raise _os_error(shown, exc) from None
+                raise os_error(shown, exc) from None
             return pfd, loc.rel[-1], loc
         raise ScriptError(f"{self._shown(path)} changed while it was being opened; try again")
 
@@ -282,7 +282,7 @@ class FileSystemToolset:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | safeio.O_NOFOLLOW | safeio.O_CLOEXEC,
                              0o666, dir_fd=pfd)
             except OSError as exc:
-                raise _os_error(shown, exc) from None
+                raise os_error(shown, exc) from None
             try:
                 try:
                     view = memoryview(data)
@@ -296,7 +296,7 @@ class FileSystemToolset:
                     os.unlink(tmp, dir_fd=pfd)
                 except OSError:
                     pass
-                raise _os_error(shown, exc) from None
+                raise os_error(shown, exc) from None
             return loc
         finally:
             os.close(pfd)
@@ -324,7 +324,7 @@ class FileSystemToolset:
 
     def edit(self, path: str, old_text: str, new_text: str) -> str:
         """Replace the one exact occurrence of old_text (else EditError)."""
-        self._sandbox._locate(path, op="write", follow_last=False)  # refuse read-only paths first
+        self._sandbox.locate(path, op="write", follow_last=False)  # refuse read-only paths first
         self._gate("edit_file", {"path": path, "old_text": old_text, "new_text": new_text})
         data, loc = self._read_bytes(path)
         shown = vstr(loc.requested)
@@ -353,7 +353,7 @@ class FileSystemToolset:
                 raise ScriptError(f"{shown} is a directory; delete removes files only")
             os.unlink(name, dir_fd=pfd)
         except OSError as exc:
-            raise _os_error(shown, exc) from None
+            raise os_error(shown, exc) from None
         finally:
             os.close(pfd)
         return f"Deleted {shown}"
@@ -367,7 +367,7 @@ class FileSystemToolset:
             try:
                 st = os.stat(sname, dir_fd=sfd, follow_symlinks=False)
             except OSError as exc:
-                raise _os_error(sshown, exc) from None
+                raise os_error(sshown, exc) from None
             if statmod.S_ISDIR(st.st_mode):
                 raise ScriptError(f"{sshown} is a directory; move handles files only")
             dfd, dname, dloc = self._open_parent(destination, create=True)
@@ -383,7 +383,7 @@ class FileSystemToolset:
                     os.rename(sname, dname, src_dir_fd=sfd, dst_dir_fd=dfd)
                 except OSError as exc:
                     if exc.errno != errno.EXDEV or not statmod.S_ISREG(st.st_mode):
-                        raise _os_error(dshown, exc) from None
+                        raise os_error(dshown, exc) from None
                     data, _ = self._read_bytes(source)
                     self._write_bytes(destination, data)
                     os.unlink(sname, dir_fd=sfd)
@@ -396,7 +396,7 @@ class FileSystemToolset:
     def copy(self, source: str, destination: str) -> str:
         """Copy a file: the source may be read-only, the destination must be writable."""
         self._gate("copy_file", {"source": source, "destination": destination})
-        self._sandbox._locate(destination, op="write", follow_last=False)
+        self._sandbox.locate(destination, op="write", follow_last=False)
         data, sloc = self._read_bytes(source)
         pfd, dname, dloc = self._open_parent(destination, create=True)
         try:

@@ -135,7 +135,7 @@ class VirtualFS:
 
     def resolve(self, path: str) -> Resolved:
         """Resolve a script path for reading. The result may not exist; escapes are refused."""
-        loc = self.sandbox._locate(path, op="read")
+        loc = self.sandbox.locate(path, op="read")
         return self._resolved(loc)
 
     @staticmethod
@@ -149,7 +149,7 @@ class VirtualFS:
             try:
                 fd = self.sandbox.open_location(loc, safeio.O_PATH)
             except safeio.Raced:
-                loc = self.sandbox._locate(_abs(res.parts), op="read")
+                loc = self.sandbox.locate(_abs(res.parts), op="read")
                 continue
             except (FileNotFoundError, NotADirectoryError):
                 raise ScriptError(f"{missing}: {res.vpath}") from None
@@ -292,7 +292,7 @@ class VirtualFS:
     def _link(self, vparts: tuple[str, ...]) -> tuple[Location | None, os.stat_result | None, str]:
         """(location, stat) of what a symlink names when it stays inside, and its shown target."""
         try:
-            loc = self.sandbox._locate(_abs(vparts), op="read")
+            loc = self.sandbox.locate(_abs(vparts), op="read")
         except SandboxError:
             return None, None, OUTSIDE
         except ScriptError:  # a loop
