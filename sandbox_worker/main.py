@@ -8,20 +8,21 @@ that it cannot open a file, start a process or grow past its limits.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 
 from RestrictedPython import compile_restricted_exec
 
-from sandbox_worker import guards, promptscript
 from sandbox_worker.client import BrokerClient, ScriptFailure
 from sandbox_worker import protocol
 from sandbox_worker.hardening import harden, missing_layers
 
 SCRIPT_FILENAME = "<script>"
 
-# language -> the function building the restricted globals its generated code runs with.
-LANGUAGE_GLOBALS = {"fdsl": guards.restricted_globals, "ps": promptscript.restricted_globals}
+# language -> the module whose restricted_globals(client) its generated code runs with.
+# Only the run's own language is imported (before hardening: afterwards nothing can be).
+LANGUAGE_MODULES = {"fdsl": "sandbox_worker.guards", "ps": "sandbox_worker.promptscript"}
 
 
 def script_position(tb) -> tuple[int | None, int | None]:
@@ -101,7 +102,8 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
         compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
         if compiled.errors or compiled.code is None:
             return {"kind": "InternalError", "msg": "code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
-        code_object, namespace = compiled.code, LANGUAGE_GLOBALS[lang](client)
+        language = importlib.import_module(LANGUAGE_MODULES[lang])
+        code_object, namespace = compiled.code, language.restricted_globals(client)
     try:
         exec(code_object, namespace)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
@@ -117,6 +119,10 @@ def main() -> None:
     if start.get("t") != "start":
         os._exit(3)
     limits = start["limits"]
+    lang = start.get("lang", "fdsl")
+    if lang not in LANGUAGE_MODULES:
+        os._exit(3)
+    importlib.import_module(LANGUAGE_MODULES[lang])
     layers = harden(limits, start.get("layers"))
     # The first frame, written before any script code runs: the layers actually in force.
     protocol.write_frame(client.write_fd, {"t": "ready", "layers": layers})
@@ -126,7 +132,7 @@ def main() -> None:
         error = {"kind": "SandboxError", "msg": f"isolation strict: layers not in force ({reasons})"}
     try:
         if not (start.get("isolation") == "strict" and missing):
-            error = run(client, start["code"], limits, start.get("mode", "restricted"), start.get("lang", "fdsl"))
+            error = run(client, start["code"], limits, start.get("mode", "restricted"), lang)
         client.end(error)
     except (BrokenPipeError, EOFError):
         os._exit(4)
