@@ -13,10 +13,14 @@ as missing with the reason, and the others still apply):
                 abstract-socket scoping where the ABI has them) with no rule: no path can be
                 opened, created or executed after this point.
   seccomp       a BPF deny list: exec, fork/vfork and clone of processes (threads stay
-                allowed; clone3 answers ENOSYS so libc falls back to clone), sockets, ptrace,
-                cross-process memory, mount and namespaces, bpf, io_uring, keyrings,
-                perf events, modules, kexec, reboot, clock changes, signals to any other
-                process. Wrong architecture or x32 syscalls kill the process.
+                allowed, in no new namespace; clone3 answers ENOSYS so libc falls back to
+                clone), sockets, ptrace, cross-process memory, mount and namespaces, bpf,
+                io_uring, keyrings, perf events, modules, kexec, reboot, clock changes.
+                Calls aimed at a process (kill, tgkill, prlimit64, setpriority, sched_set*)
+                only reach the worker itself, and fcntl/ioctl cannot make the kernel signal
+                anyone else (F_SETOWN, F_SETSIG, O_ASYNC...): a non-root worker keeps the
+                broker's uid, so the kernel's own checks would let it reach the broker.
+                Wrong architecture or x32 syscalls kill the process.
   rlimits       no core, no file writes (FSIZE 0), no descriptor beyond the three pipes,
                 no new process, CPU seconds, address space.
 
@@ -164,10 +168,17 @@ _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _JSET_K = 0x45  # BPF_JMP | BPF_JSET | BPF_K
 _RET_K = 0x06  # BPF_RET | BPF_K
 
-# seccomp_data offsets: nr, arch, instruction_pointer, args[6] (little-endian low words).
-_OFF_NR, _OFF_ARCH, _OFF_ARG0, _OFF_ARG0_HIGH = 0, 4, 16, 20
+# seccomp_data offsets: nr, arch, instruction_pointer, args[6]. Arguments are compared on their
+# low 32 bits: every one filtered below is an int (pid_t, unsigned int cmd, int which), which
+# the kernel truncates to those bits itself.
+_OFF_NR, _OFF_ARCH = 0, 4
 
-# x86_64 syscalls answered with EPERM, grouped by what they would give a script.
+
+def _arg(index: int) -> int:
+    return 16 + 8 * index
+
+
+# x86_64 syscalls answered with EPERM whatever their arguments, grouped by what they would give a script.
 DENIED_SYSCALLS = {
     "exec": {"execve": 59, "execveat": 322},
     "fork": {"fork": 57, "vfork": 58},
@@ -175,7 +186,8 @@ DENIED_SYSCALLS = {
     "other processes": {
         "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312,
         "pidfd_open": 434, "pidfd_getfd": 438, "pidfd_send_signal": 424, "rt_sigqueueinfo": 129,
-        "rt_tgsigqueueinfo": 297,
+        "rt_tgsigqueueinfo": 297, "process_madvise": 440, "process_mrelease": 448,
+        "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279,
     },
     "mounts and namespaces": {
         "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "open_tree": 428,
@@ -197,50 +209,139 @@ DENIED_SYSCALLS = {
     },
 }
 SYS_CLONE, SYS_CLONE3 = 56, 435
-SYS_KILL, SYS_TKILL, SYS_TGKILL = 62, 200, 234
+
+# Calls that act on the process their first argument names: allowed only for this worker
+# (0 means the caller for these; kill/tkill/tgkill take no 0: kill(0) is the process group).
+# A non-root worker keeps the broker's uid, so the kernel's own checks would let these reach the
+# broker: lower its limits (prlimit64), renice it, pin it, change its scheduling class.
+SELF_ONLY_SYSCALLS = {
+    "kill": (62, False), "tkill": (200, False), "tgkill": (234, False),  # tgkill: the thread group is ours
+    "prlimit64": (302, True), "sched_setaffinity": (203, True), "sched_setscheduler": (144, True),
+    "sched_setparam": (142, True), "sched_setattr": (314, True),
+}
+# setpriority(which, who, prio): only PRIO_PROCESS of this worker (PRIO_USER 0 is every process of the uid).
+SYS_SETPRIORITY, PRIO_PROCESS = 141, 0
+
+# fcntl/ioctl commands refused: each lets the kernel signal another process on the worker's
+# behalf (SIGIO/SIGURG to a chosen owner, lease and dnotify signals) or inject terminal input.
+SYS_FCNTL, SYS_IOCTL = 72, 16
+F_SETFL, O_ASYNC = 4, 0o20000
+DENIED_FCNTL = {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15, "F_SETLEASE": 1024, "F_NOTIFY": 1026}
+DENIED_IOCTL = {"FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902, "FIOASYNC": 0x5452, "TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
+
+CLONE_NEWNS = 0x00020000
+# Namespace flags a thread must not ask for (CLONE_NEWTIME is 0x80, in clone's signal bits: clone3/unshare only).
+CLONE_NAMESPACES = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 
 
 def _insn(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
 
 
+def _assemble(items: list) -> list[bytes]:
+    """(code, jt, jf, k) tuples and label strings -> sock_filter instructions. A jump target is
+    a label defined later (BPF only jumps forward) or 0 for the next instruction."""
+    labels: dict[str, int] = {}
+    insns: list[tuple] = []
+    for item in items:
+        if isinstance(item, str):
+            if item in labels:
+                raise ValueError(f"BPF label {item!r} defined twice")
+            labels[item] = len(insns)
+        else:
+            insns.append(item)
+
+    def offset(target, at: int) -> int:
+        if target == 0:
+            return 0
+        distance = labels[target] - at - 1
+        if not 0 <= distance <= 255:
+            raise ValueError(f"BPF jump to {target!r} out of range ({distance})")
+        return distance
+
+    return [_insn(code, offset(jt, i), offset(jf, i), k) for i, (code, jt, jf, k) in enumerate(insns)]
+
+
 def seccomp_program(own_pid: int) -> list[bytes]:
-    """The filter as sock_filter instructions. Every jump goes forward to a return."""
-    errno_eperm = SECCOMP_RET_ERRNO | EPERM
-    prog = [
-        _insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
-        _insn(_JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-        _insn(_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
-        _insn(_LD_W_ABS, 0, 0, _OFF_NR),
-        _insn(_JGE_K, 0, 1, X32_SYSCALL_BIT),
-        _insn(_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+    """The filter as sock_filter instructions. Every path ends in a return.
+
+    Each argument check is a block entered only when the syscall number matches, and every
+    path through a block returns, so the accumulator holds the number again at the next block.
+    """
+    eperm = SECCOMP_RET_ERRNO | EPERM
+    items: list = [
+        (_LD_W_ABS, 0, 0, _OFF_ARCH),
+        (_JEQ_K, "x86_64", 0, AUDIT_ARCH_X86_64),
+        (_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        "x86_64",
+        (_LD_W_ABS, 0, 0, _OFF_NR),
+        (_JGE_K, 0, "native", X32_SYSCALL_BIT),
+        (_RET_K, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        "native",
     ]
     for group in DENIED_SYSCALLS.values():
         for number in group.values():
-            prog.append(_insn(_JEQ_K, 0, 1, number))
-            prog.append(_insn(_RET_K, 0, 0, errno_eperm))
+            items += [(_JEQ_K, 0, f"{number}:next", number), (_RET_K, 0, 0, eperm), f"{number}:next"]
     # clone3 -> ENOSYS: its flags live in user memory a filter cannot read; libc falls back to clone.
-    prog.append(_insn(_JEQ_K, 0, 1, SYS_CLONE3))
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS))
-    # clone: only threads (CLONE_THREAD set in flags, the first argument).
-    prog += [
-        _insn(_JEQ_K, 0, 4, SYS_CLONE),
-        _insn(_LD_W_ABS, 0, 0, _OFF_ARG0),
-        _insn(_JSET_K, 1, 0, CLONE_THREAD),
-        _insn(_RET_K, 0, 0, errno_eperm),
-        _insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    items += [(_JEQ_K, 0, "clone3:next", SYS_CLONE3), (_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS), "clone3:next"]
+    # clone: only threads (CLONE_THREAD in flags, the first argument), in no new namespace.
+    items += [
+        (_JEQ_K, 0, "clone:next", SYS_CLONE),
+        (_LD_W_ABS, 0, 0, _arg(0)),
+        (_JSET_K, 0, "clone:deny", CLONE_THREAD),
+        (_JSET_K, "clone:deny", 0, CLONE_NAMESPACES),
+        (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        "clone:deny",
+        (_RET_K, 0, 0, eperm),
+        "clone:next",
     ]
-    # kill(pid, sig), tkill(tid, sig), tgkill(tgid, tid, sig): only this process itself.
-    for number in (SYS_KILL, SYS_TKILL, SYS_TGKILL):
-        prog += [
-            _insn(_JEQ_K, 0, 4, number),
-            _insn(_LD_W_ABS, 0, 0, _OFF_ARG0),
-            _insn(_JEQ_K, 1, 0, own_pid),
-            _insn(_RET_K, 0, 0, errno_eperm),
-            _insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+    for name, (number, zero_is_self) in SELF_ONLY_SYSCALLS.items():
+        items += [(_JEQ_K, 0, f"{name}:next", number), (_LD_W_ABS, 0, 0, _arg(0))]
+        if zero_is_self:
+            items.append((_JEQ_K, f"{name}:allow", 0, 0))
+        items += [
+            (_JEQ_K, f"{name}:allow", 0, own_pid),
+            (_RET_K, 0, 0, eperm),
+            f"{name}:allow",
+            (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+            f"{name}:next",
         ]
-    prog.append(_insn(_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    return prog
+    items += [
+        (_JEQ_K, 0, "setpriority:next", SYS_SETPRIORITY),
+        (_LD_W_ABS, 0, 0, _arg(0)),
+        (_JEQ_K, 0, "setpriority:deny", PRIO_PROCESS),
+        (_LD_W_ABS, 0, 0, _arg(1)),
+        (_JEQ_K, "setpriority:allow", 0, 0),
+        (_JEQ_K, "setpriority:allow", 0, own_pid),
+        "setpriority:deny",
+        (_RET_K, 0, 0, eperm),
+        "setpriority:allow",
+        (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        "setpriority:next",
+    ]
+    # fcntl(fd, cmd, arg): no owner, signal, lease or dnotify; F_SETFL without O_ASYNC.
+    items += [(_JEQ_K, 0, "fcntl:next", SYS_FCNTL), (_LD_W_ABS, 0, 0, _arg(1))]
+    items += [(_JEQ_K, "fcntl:deny", 0, command) for command in DENIED_FCNTL.values()]
+    items += [
+        (_JEQ_K, 0, "fcntl:allow", F_SETFL),
+        (_LD_W_ABS, 0, 0, _arg(2)),
+        (_JSET_K, "fcntl:deny", "fcntl:allow", O_ASYNC),
+        "fcntl:deny",
+        (_RET_K, 0, 0, eperm),
+        "fcntl:allow",
+        (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        "fcntl:next",
+    ]
+    items += [(_JEQ_K, 0, "ioctl:next", SYS_IOCTL), (_LD_W_ABS, 0, 0, _arg(1))]
+    items += [(_JEQ_K, "ioctl:deny", 0, command) for command in DENIED_IOCTL.values()]
+    items += [
+        (_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+        "ioctl:deny",
+        (_RET_K, 0, 0, eperm),
+        "ioctl:next",
+    ]
+    items.append((_RET_K, 0, 0, SECCOMP_RET_ALLOW))
+    return _assemble(items)
 
 
 class _SockFprog(ctypes.Structure):
