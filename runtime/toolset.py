@@ -13,8 +13,11 @@ then renamed over the name (readers never see half a file).
 
 Approvals follow the seed's table (`needs_approval`); an operation that needs approval asks
 `approve(description) -> bool` with the seed's human-readable description ("Write 150 chars
-to /output/file.txt"); with no approver it is refused with ApprovalDeniedError. Approvals
-are remembered per description for the toolset's lifetime.
+to /output/file.txt"); with no approver it is refused with ApprovalDeniedError. An approval
+is remembered for the toolset's lifetime for that exact call (tool and every argument,
+content included): approving "Write 7 chars to /out/run.sh" once never lets a different
+7 chars through. Characters that could disguise a path in a prompt (bidi controls,
+zero-width and other invisible ones) are shown escaped ("\u202e").
 
 Decisions: move and copy refuse an existing destination (delete it first, or write);
 delete and move act on files and symlinks, not directories; a move across filesystems copies
@@ -28,9 +31,12 @@ FilesDSL runs never get them.
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import secrets
 import stat as statmod
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -61,12 +67,32 @@ class ReadResult(BaseModel):
 
 @dataclass(frozen=True)
 class ApprovalResult:
+    """The seed's approval decision, with the same fields and properties as
+    pydantic-ai-blocking-approval's (runtime/pydantic_ai_toolset.py hands that class to its
+    ApprovalToolset when it is installed)."""
+
     status: Literal["blocked", "pre_approved", "needs_approval"]
-    reason: str | None = None
+    block_reason: str | None = None
 
     @classmethod
     def blocked(cls, reason: str) -> "ApprovalResult":
         return cls("blocked", reason)
+
+    @property
+    def reason(self) -> str | None:
+        return self.block_reason
+
+    @property
+    def is_blocked(self) -> bool:
+        return self.status == "blocked"
+
+    @property
+    def is_pre_approved(self) -> bool:
+        return self.status == "pre_approved"
+
+    @property
+    def is_needs_approval(self) -> bool:
+        return self.status == "needs_approval"
 
     @classmethod
     def pre_approved(cls) -> "ApprovalResult":
@@ -87,6 +113,25 @@ TOOLS = {
     "copy_file": "copy",
     "list_files": "list_files",
 }
+
+
+# Shown escaped in approval prompts: they could make a path read as another one.
+_INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"}
+
+
+def printable(text: str) -> str:
+    """`text` with invisible and direction-changing characters written as \\uXXXX."""
+    return "".join(
+        c if c == " " or unicodedata.category(c) not in _INVISIBLE and not (c.isspace() and c != " ")
+        else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
+        for c in text
+    )
+
+
+def approval_key(name: str, tool_args: dict[str, Any]) -> str:
+    """What an approval is remembered by: the tool and all its arguments (content hashed)."""
+    blob = json.dumps([name, tool_args], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def os_error(vpath: str, exc: OSError) -> ScriptError:
@@ -120,7 +165,7 @@ class FileSystemToolset:
         self.id = id
         self.max_retries = max_retries
         self.approve = approve
-        self.approved: set[str] = set()
+        self.approved: set[str] = set()  # approval_key()s of the calls approved so far
         self._vfs = VirtualFS(sandbox)
 
     @classmethod
@@ -139,9 +184,9 @@ class FileSystemToolset:
 
     def _shown(self, path) -> str:
         try:
-            return vstr(Sandbox.split(path))
+            return printable(vstr(Sandbox.split(path)))
         except (SandboxError, ScriptError):
-            return repr(path)
+            return printable(repr(path))
 
     def get_approval_description(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> str:
         a = tool_args
@@ -199,14 +244,15 @@ class FileSystemToolset:
             return  # the operation itself raises the policy error, with its full message
         if result.status == "pre_approved":
             return
-        description = self.get_approval_description(name, args)
-        if description in self.approved:
+        key = approval_key(name, args)
+        if key in self.approved:
             return
+        description = self.get_approval_description(name, args)
         if self.approve is None:
             raise ApprovalDeniedError(f"{description}: needs approval and no one can approve it here")
         if not self.approve(description):
             raise ApprovalDeniedError(f"{description}: not approved")
-        self.approved.add(description)
+        self.approved.add(key)
 
     # ------------------------------------------------------------------ primitives
 
@@ -464,33 +510,55 @@ def toolset_handlers(toolset: FileSystemToolset) -> dict[str, Callable[..., obje
 
 class TerminalApprover:
     """The command line's approver: `assume_yes` approves everything (--yes); otherwise it
-    asks on the terminal (y/N), and with no terminal it refuses at once (never hangs)."""
+    asks on the controlling terminal (y/N), and with no terminal it refuses at once (never
+    hangs). The terminal is /dev/tty, not stdin, so a script piped into stdin cannot answer.
+    `tty_in`/`tty_out` replace it with text streams (tests)."""
+
+    MAX_ANSWER = 256
 
     def __init__(self, assume_yes: bool = False, tty_in=None, tty_out=None) -> None:
         self.assume_yes = assume_yes
         self.tty_in = tty_in
         self.tty_out = tty_out
 
-    def _streams(self):
-        if self.tty_in is not None:
-            return self.tty_in, self.tty_out
+    def _ask_tty(self, question: str) -> str | None:
+        """Ask on /dev/tty and return the answer line, or None when there is no terminal."""
         try:
-            f = open("/dev/tty", "r+", encoding="utf-8", errors="replace")
+            fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0) | safeio.O_CLOEXEC)
         except OSError:
-            return None, None
-        self.tty_in = self.tty_out = f
-        return f, f
+            return None
+        try:
+            if not os.isatty(fd):
+                return None
+            data = question.encode("utf-8", "replace")
+            while data:
+                data = data[os.write(fd, data):]
+            answer = bytearray()
+            while len(answer) < self.MAX_ANSWER:
+                byte = os.read(fd, 1)
+                if not byte or byte == b"\n":
+                    break
+                answer += byte
+            return answer.decode("utf-8", "replace")
+        finally:
+            os.close(fd)
 
     def __call__(self, description: str) -> bool:
         if self.assume_yes:
             return True
-        tin, tout = self._streams()
-        if tin is None or not hasattr(tin, "isatty") or not tin.isatty():
+        question = f"Approve: {printable(description)}? [y/N] "
+        if self.tty_in is not None:
+            if not (hasattr(self.tty_in, "isatty") and self.tty_in.isatty()):
+                answer = None
+            else:
+                self.tty_out.write(question)
+                self.tty_out.flush()
+                answer = self.tty_in.readline()
+        else:
+            answer = self._ask_tty(question)
+        if answer is None:
             raise ApprovalDeniedError(
                 f"{description}: needs approval, but no terminal is attached to ask; "
                 "run with --yes to pre-approve"
             )
-        tout.write(f"Approve: {description}? [y/N] ")
-        tout.flush()
-        answer = tin.readline()
         return answer.strip().lower() in ("y", "yes")

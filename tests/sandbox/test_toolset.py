@@ -102,6 +102,38 @@ def test_approvals_denied_and_granted(world):
     assert output == "Wrote 1 chars to /cfg/y.json" and (tmp / "cfg" / "y.json").read_text() == "1"
 
 
+def test_an_approval_covers_only_the_call_that_was_shown(world):
+    """The description of a write shows its length, not its content: approving it once must
+    not let different content of the same length through unasked."""
+    sb, tmp = world
+    asked = []
+    ts = FileSystemToolset(sb, approve=lambda d: asked.append(d) or len(asked) == 1)
+    assert ts.write("/cfg/run.sh", "echo hi") == "Wrote 7 chars to /cfg/run.sh"
+    with pytest.raises(ApprovalDeniedError, match="not approved"):
+        ts.write("/cfg/run.sh", "rm -rf ")
+    assert asked == ["Write 7 chars to /cfg/run.sh"] * 2
+    assert (tmp / "cfg" / "run.sh").read_text() == "echo hi"
+    ts.write("/cfg/run.sh", "echo hi")  # the very call approved before: not asked again
+    assert len(asked) == 2
+
+
+def test_descriptions_show_invisible_characters_escaped(world):
+    sb, _ = world
+    ts = FileSystemToolset(sb)
+    # U+202E (right-to-left override) would make "/cfg/\u202egnp.sh" read as "/cfg/hs.png".
+    assert ts.get_approval_description("delete_file", {"path": "/cfg/\u202egnp.sh"}) == "Delete /cfg/\\u202egnp.sh"
+    assert ts.get_approval_description("read_file", {"path": "/cfg/a\u200bb"}) == "Read from /cfg/a\\u200bb"
+    assert ts.get_approval_description("read_file", {"path": "/cfg/caf\u00e9 b.txt"}) == "Read from /cfg/caf\u00e9 b.txt"
+    out = io.StringIO()
+
+    class FakeTTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    TerminalApprover(tty_in=FakeTTY("n\n"), tty_out=out)("Delete /cfg/\u202egnp.sh")
+    assert "\u202e" not in out.getvalue() and "\\u202e" in out.getvalue()
+
+
 def test_approval_table_and_descriptions(world):
     sb, _ = world
     ts = FileSystemToolset(sb)
