@@ -27,11 +27,17 @@ runs:
   with DeferredToolRequests, and resuming with True/ToolApproved runs the call (the policy is
   checked again, on override_args too) while False/ToolDenied leaves the files untouched and the
   model gets the denial message. With `approve=callable` the question is asked inline instead
-  (blocking, run in a worker thread) and a refusal is a ModelRetry "...: not approved". An outer
-  approval wrapper that already asked via needs_approval (pydantic-ai-blocking-approval's
-  ApprovalToolset) can pass `approve=lambda description: True`.
+  (blocking, run in a worker thread) and a refusal is a ModelRetry "...: not approved".
 - pre_approved: runs.
 Errors from the operation itself (no such file, EditError, size, suffix) are ModelRetry too.
+
+The seed's own wrapper works unchanged: pydantic-ai-blocking-approval's
+`ApprovalToolset(inner=toolset, approval_callback=...)` calls
+`needs_approval(name, tool_args, ctx, config)` (its `config` may pre-approve a tool, never
+unblock one), asks its callback, and only then calls the tool. When that package is installed,
+`needs_approval` returns its ApprovalResult class (the wrapper checks the type). A
+needs_approval answer given to a caller passing `config` is a one-time pass for that exact
+call: the wrapper owns the question, and the call it then makes is not asked again.
 
 pydantic_ai is imported only when one of the toolset classes is first used, so importing this
 module (and `import runtime`) never needs it.
@@ -52,7 +58,8 @@ from runtime.errors import (  # noqa: F401  (re-exported for drop-in imports)
     SuffixNotAllowedError,
 )
 from runtime.sandbox import Mount, Sandbox, SandboxConfig  # noqa: F401
-from runtime.toolset import TOOLS, ApprovalResult, ReadResult  # noqa: F401
+from runtime.toolset import TOOLS, ReadResult, approval_key  # noqa: F401
+from runtime.toolset import ApprovalResult as _CoreResult
 from runtime.toolset import FileSystemToolset as _CoreToolset
 
 __all__ = [
@@ -72,6 +79,16 @@ __all__ = [
     "EditError",
     "ApprovalDeniedError",
 ]
+
+def _result_class() -> type:
+    """pydantic-ai-blocking-approval's ApprovalResult when installed (its wrapper checks the
+    class), else ours, which has the same fields and properties."""
+    try:
+        from pydantic_ai_blocking_approval import ApprovalResult as WrapperResult
+    except ImportError:
+        return _CoreResult
+    return WrapperResult
+
 
 _LAZY = ("PydanticAIFileSystemToolset", "ApprovableFileSystemToolset", "FileSystemToolset")
 _built: dict[str, type] = {}
@@ -106,6 +123,7 @@ def _build() -> type:
             # is told yes; nobody else holds a reference to it.
             self._fs = _CoreToolset(sandbox, id=id, max_retries=max_retries, approve=lambda description: True)
             self.approve = approve
+            self._outer_passes: set[str] = set()  # approval_key()s an outer wrapper took charge of
             self._register()
 
         @classmethod
@@ -120,8 +138,17 @@ def _build() -> type:
 
         # ------------------------------------------------------------ approval protocol (seed)
 
-        def needs_approval(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> ApprovalResult:
-            return self._fs.needs_approval(name, tool_args, ctx)
+        def needs_approval(self, name: str, tool_args: dict[str, Any], ctx: Any = None,
+                           config: Any = None) -> Any:
+            """The seed's decision; `config` is an outer approval wrapper's per-tool settings."""
+            decision = self._fs.needs_approval(name, tool_args, ctx)
+            if config is not None and decision.is_needs_approval:
+                # The wrapper decides now (its config, or its callback); the call it then makes
+                # with these exact arguments is not asked again.
+                self._outer_passes.add(approval_key(name, tool_args))
+                if (config.get(name) or {}).get("pre_approved"):
+                    decision = _CoreResult.pre_approved()
+            return _result_class()(decision.status, decision.block_reason)
 
         def get_approval_description(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> str:
             return self._fs.get_approval_description(name, tool_args, ctx)
@@ -230,10 +257,13 @@ def _build() -> type:
             seed_name = getattr(tool, "original_name", None) or name
             if seed_name not in TOOLS:
                 seed_name = name
-            decision = self.needs_approval(seed_name, tool_args, ctx)
-            if decision.status == "blocked":
-                raise ModelRetry(decision.reason or "refused by the sandbox policy")
-            if decision.status == "needs_approval" and not ctx.tool_call_approved:
+            decision = self._fs.needs_approval(seed_name, tool_args, ctx)
+            if decision.is_blocked:
+                raise ModelRetry(decision.block_reason or "refused by the sandbox policy")
+            key = approval_key(seed_name, tool_args)
+            if key in self._outer_passes:
+                self._outer_passes.discard(key)
+            elif decision.is_needs_approval and not ctx.tool_call_approved:
                 description = self.get_approval_description(seed_name, tool_args, ctx)
                 if self.approve is None:
                     raise ApprovalRequired(metadata={"tool": seed_name, "description": description})
@@ -249,6 +279,8 @@ def _build() -> type:
 
 
 def __getattr__(name: str):
+    if name == "ApprovalResult":  # the class needs_approval returns
+        return _result_class()
     if name in _LAZY:
         cls = _built.get("cls")
         if cls is None:

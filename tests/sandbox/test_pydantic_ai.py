@@ -79,7 +79,7 @@ def test_tools_names_and_approval_protocol(world):
     assert ts.needs_approval("write_file", {"path": "/cfg/a.json", "content": "x"}, None).status == "needs_approval"
     assert ts.needs_approval("read_file", {"path": "/cfg/settings.json"}, None).status == "needs_approval"
     blocked = ts.needs_approval("write_file", {"path": "/docs/a.md", "content": "x"}, None)
-    assert blocked.status == "blocked" and "Writable: /out, /cfg" in blocked.reason
+    assert blocked.status == "blocked" and "Writable: /out, /cfg" in blocked.block_reason
     assert ts.get_approval_description("write_file", {"path": "/cfg/a.json", "content": "x" * 150}, None) == \
         "Write 150 chars to /cfg/a.json"
     assert ts.read("/docs/a.md").content == "# A\nalpha\n"  # the seed's methods are there too
@@ -281,3 +281,69 @@ def test_create_default(tmp_path: Path):
                             ("list_files", {"path": "/data"})]).run_sync("go")
     assert isinstance(result.output, str) and (tmp_path / "g.txt").read_text() == "y"
     assert "/data/f.txt" in result.output
+
+
+# ---------------------------------------------------------------------------- the seed's wrapper
+
+
+def wrapped(sb, decide, config=None):
+    """The seed's set-up: pydantic-ai-blocking-approval's ApprovalToolset around our toolset."""
+    from pydantic_ai_blocking_approval import ApprovalDecision, ApprovalToolset
+
+    asked: list[str] = []
+
+    def callback(request):
+        asked.append(request.description)
+        return ApprovalDecision(approved=decide(request.description))
+
+    inner = ApprovableFileSystemToolset(sb)
+    return ApprovalToolset(inner=inner, approval_callback=callback, config=config), asked
+
+
+def test_the_seeds_approval_wrapper_asks_once_and_runs_the_approved_call(world):
+    sb, tmp = world
+    toolset, asked = wrapped(sb, lambda d: True)
+    result = agent_for(toolset, [("write_file", {"path": "/cfg/new.json", "content": "{}"})]).run_sync("go")
+    assert result.output == json.dumps([["write_file", "Wrote 2 chars to /cfg/new.json"]])
+    assert asked == ["Write 2 chars to /cfg/new.json"]
+    assert (tmp / "cfg" / "new.json").read_text() == "{}"
+
+
+def test_the_seeds_approval_wrapper_denial_leaves_the_file_untouched(world):
+    from pydantic_ai_blocking_approval import ApprovalDenied
+
+    sb, tmp = world
+    toolset, asked = wrapped(sb, lambda d: False)
+    with pytest.raises(ApprovalDenied, match="write_file"):
+        agent_for(toolset, [("write_file", {"path": "/cfg/new.json", "content": "{}"})]).run_sync("go")
+    assert asked == ["Write 2 chars to /cfg/new.json"]
+    assert not (tmp / "cfg" / "new.json").exists()
+    # A denial is not remembered as a decision: the same call is asked again, and refused again.
+    with pytest.raises(ApprovalDenied):
+        agent_for(toolset, [("write_file", {"path": "/cfg/new.json", "content": "{}"})]).run_sync("go")
+    assert len(asked) == 2 and not (tmp / "cfg" / "new.json").exists()
+
+
+def test_the_seeds_approval_wrapper_blocks_what_the_policy_refuses(world):
+    from pydantic_ai_blocking_approval import ApprovalBlocked
+
+    sb, tmp = world
+    # Its config may pre-approve a tool, never unblock a path the policy refuses.
+    toolset, asked = wrapped(sb, lambda d: True, config={"write_file": {"pre_approved": True}})
+    with pytest.raises(ApprovalBlocked, match="read-only here. Writable: /out, /cfg") as exc:
+        agent_for(toolset, [("write_file", {"path": "/docs/x.md", "content": "no"})]).run_sync("go")
+    assert str(tmp) not in str(exc.value)
+    assert asked == [] and not (tmp / "docs" / "x.md").exists()
+    result = agent_for(toolset, [("write_file", {"path": "/cfg/pre.json", "content": "1"})]).run_sync("go")
+    assert asked == [] and (tmp / "cfg" / "pre.json").read_text() == "1", result.output
+
+
+def test_the_seeds_approval_wrapper_gets_its_own_result_class(world):
+    from pydantic_ai_blocking_approval import ApprovalResult as WrapperResult
+
+    sb, _ = world
+    ts = ApprovableFileSystemToolset(sb)
+    decision = ts.needs_approval("read_file", {"path": "/elsewhere"}, None, {})
+    assert isinstance(decision, WrapperResult) and decision.is_blocked
+    assert "Readable: /docs, /out, /cfg" in decision.block_reason
+    assert ts.needs_approval("read_file", {"path": "/cfg/settings.json"}, None, {}).is_needs_approval
