@@ -112,6 +112,17 @@ def glob_to_regex(glob: str) -> re.Pattern:
     return re.compile("".join(out) + r"\Z", re.DOTALL)
 
 
+def compile_glob(glob: str) -> re.Pattern:
+    """A script's glob, checked, as an anchored regex (see glob_to_regex)."""
+    if not isinstance(glob, str) or not glob:
+        raise ScriptError("a glob must be a non-empty string such as '**/*.md'")
+    if len(glob) > MAX_GLOB_CHARS:
+        raise LimitError(f"glob is too long ({len(glob)} characters, at most {MAX_GLOB_CHARS})")
+    if "\x00" in glob:
+        raise ScriptError("a glob cannot contain a NUL character")
+    return glob_to_regex(glob)
+
+
 class FilesService:
     def __init__(
         self,
@@ -182,15 +193,36 @@ class FilesService:
             "narrow it with a glob, a more specific pattern or a subdirectory"
         )
 
-    def _regular_files(self, dir_res: Resolved, recursive: bool):
+    def regular_files(self, dir_res: Resolved, recursive: bool):
         """(WalkEntry, stat) for regular files (incl. file symlinks staying inside)."""
         for e in self.vfs.walk(dir_res, recursive, check=self.check_deadline):
             if e.st is None or e.real is None or e.loc is None:
                 continue
-            if not self.vfs.suffix_allowed(e.loc):
-                continue  # the mount's `suffixes` do not allow reading it
             if e.kind == "file" or (e.kind == "symlink" and e.st.st_mode & 0o170000 == 0o100000):
                 yield e, e.st
+
+    def list_entries(self, path: str, what: str = "list()") -> tuple[Resolved, list[WalkEntry]]:
+        """One directory's entries, sorted by name (FilesDSL list(), fdsl ls, list_directory)."""
+        res, _ = self.vfs.resolve_dir(path)
+        entries = self.vfs.list_dir(res)
+        if len(entries) > self.max_entries:
+            raise self._too_many(what, res.vpath)
+        return res, entries
+
+    def find_entries(self, path: str, glob: str, recursive: bool = True) -> list[WalkEntry]:
+        """Entries under `path` whose path relative to it matches `glob`, sorted by path
+        (FilesDSL find(), fdsl find, find_files). Symlinks leaving the sandbox are listed
+        with the target "(outside the sandbox)", as list() shows them."""
+        rx = compile_glob(glob)
+        res, _ = self.vfs.resolve_dir(path)
+        out = []
+        for e in self.vfs.walk(res, recursive, check=self.check_deadline):
+            if rx.match(e.rel):
+                out.append(e)
+                if len(out) > self.max_entries:
+                    raise self._too_many(f"find({glob!r})", res.vpath)
+        out.sort(key=lambda e: e.vpath)
+        return out
 
     def _content_matches(self, pattern: Pattern, e: WalkEntry, searcher: Searcher) -> bool:
         """Does this file's text contain a match? A text file not parsed yet is tested on its
@@ -217,7 +249,7 @@ class FilesService:
     def dir_files(self, path: str, recursive: bool) -> list[dict]:
         res, _ = self.vfs.resolve_dir(path)
         out = []
-        for e, st in self._regular_files(res, recursive):
+        for e, st in self.regular_files(res, recursive):
             out.append(self._file_info(e.vpath, e.name, st))
             if len(out) > self.max_entries:
                 raise self._too_many("files()", res.vpath)
@@ -231,7 +263,7 @@ class FilesService:
         res, _ = self.vfs.resolve_dir(path)
         searcher = self.searcher
         out = []
-        for e, st in self._regular_files(res, recursive):
+        for e, st in self.regular_files(res, recursive):
             hit = False
             if scope in ("name", "both"):
                 hit = searcher.search(pat, e.name) is not None or searcher.search(pat, e.rel) is not None
@@ -245,40 +277,16 @@ class FilesService:
         return out
 
     def dir_list(self, path: str) -> list[dict]:
-        res, _ = self.vfs.resolve_dir(path)
-        entries = self.vfs.list_dir(res)
-        if len(entries) > self.max_entries:
-            raise self._too_many("list()", res.vpath)
-        return [self._entry(e) for e in entries]
-
-    def _glob(self, glob: str) -> re.Pattern:
-        if not isinstance(glob, str) or not glob:
-            raise ScriptError("a glob must be a non-empty string such as '**/*.md'")
-        if len(glob) > MAX_GLOB_CHARS:
-            raise LimitError(f"glob is too long ({len(glob)} characters, at most {MAX_GLOB_CHARS})")
-        if "\x00" in glob:
-            raise ScriptError("a glob cannot contain a NUL character")
-        return glob_to_regex(glob)
+        return [self._entry(e) for e in self.list_entries(path)[1]]
 
     def dir_find(self, path: str, glob: str) -> list[dict]:
-        rx = self._glob(glob)
-        res, _ = self.vfs.resolve_dir(path)
-        out = []
-        for e in self.vfs.walk(res, True, check=self.check_deadline):
-            if e.kind == "symlink" and e.real is None:
-                continue  # leaves the sandbox: not shown by walks
-            if rx.match(e.rel):
-                out.append(self._entry(e))
-                if len(out) > self.max_entries:
-                    raise self._too_many(f"find({glob!r})", res.vpath)
-        out.sort(key=lambda d: d["path"])
-        return out
+        return [self._entry(e) for e in self.find_entries(path, glob)]
 
     def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool) -> list[dict]:
         pat = compile_pattern(pattern, ignore_case)
-        rx = self._glob(glob) if glob is not None else None
+        rx = compile_glob(glob) if glob is not None else None
         res, _ = self.vfs.resolve_dir(path)
-        files = [(e, st) for e, st in self._regular_files(res, True) if rx is None or rx.match(e.rel)]
+        files = [(e, st) for e, st in self.regular_files(res, True) if rx is None or rx.match(e.rel)]
         files.sort(key=lambda f: f[0].vpath)
         searcher = self.searcher
         out: list[dict] = []

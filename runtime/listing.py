@@ -1,17 +1,20 @@
 """Structured listings (seed: localfiles-v2): FileEntry, DirectoryEntry, SymbolicLinkEntry, OtherEntry.
 
-Each entry has `name`, the virtual `path`, `size` (lstat: a symlink's size is its target's
-length) and `lastModified` (epoch milliseconds); a SymbolicLinkEntry also has `target`: the
-virtual path it names when that stays inside the sandbox, else "(outside the sandbox)" (where
-it really points is never revealed). `to_json()` adds the "@type" field, as in the seed:
+Each entry has `name`, the virtual `path`, `size` and `lastModified` (epoch milliseconds); a
+SymbolicLinkEntry also has `target`: the virtual path it names when that stays inside the
+sandbox, else "(outside the sandbox)" (where it really points is never revealed). A symlink's
+size is the length in bytes of that reported target, not of the host text it holds, which
+could tell how long an outside path or the mount's host directory is. `to_json()` adds the
+"@type" field, as in the seed:
 
     {"@type": "FileEntry", "name": "a.md", "path": "/docs/a.md", "size": 56, "lastModified": 1762473883050}
 
 `list_directory(path)` returns a directory's entries sorted by name; `find_files(path,
 recursive, glob)` the entries under it whose path relative to it matches the glob (see
-runtime/files.py for the glob rules), sorted by path; symlinks leaving the sandbox are not
-shown by find. Paths are absolute virtual paths ("/docs/a.md"); FilesDSL shows them relative
-to "/" ("docs/a.md") with the same fields.
+runtime/files.py for the glob rules), sorted by path. Both skip files the mount's suffixes
+refuse, ask before covering a read_approval mount, and list virtual directories (see
+runtime/vfs.py). Paths are absolute virtual paths ("/docs/a.md"); FilesDSL shows them
+relative to "/" ("docs/a.md") with the same fields.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def entry_of(e: WalkEntry, style: Literal["absolute", "relative"] = "absolute") 
     if e.kind == "symlink":
         target = e.link_target or OUTSIDE
         fields["target"] = target if target == OUTSIDE else _shown(target, style)
+        fields["size"] = len((target if target == OUTSIDE else _shown(target, "absolute")).encode("utf-8"))
     return ENTRY_CLASSES[e.kind](**fields)
 
 
@@ -84,12 +88,7 @@ def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = 10_000) -> l
     """Entries of one directory, sorted by name."""
     from runtime.files import FilesService
 
-    svc = FilesService(vfs, max_entries=max_entries)
-    res, _ = vfs.resolve_dir(path)
-    entries = vfs.list_dir(res)
-    if len(entries) > max_entries:
-        raise svc._too_many("list()", res.vpath)
-    return [entry_of(e) for e in entries]
+    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).list_entries(path)[1]]
 
 
 def find_files(vfs: VirtualFS, path: str, recursive: bool = True, glob: str = "**/*", *,
@@ -97,16 +96,4 @@ def find_files(vfs: VirtualFS, path: str, recursive: bool = True, glob: str = "*
     """Entries under `path` whose relative path matches `glob`, sorted by path."""
     from runtime.files import FilesService
 
-    svc = FilesService(vfs, max_entries=max_entries)
-    rx = svc._glob(glob)
-    res, _ = vfs.resolve_dir(path)
-    out = []
-    for e in vfs.walk(res, recursive):
-        if e.kind == "symlink" and e.real is None:
-            continue
-        if rx.match(e.rel):
-            out.append(e)
-            if len(out) > max_entries:
-                raise svc._too_many(f"find({glob!r})", res.vpath)
-    out.sort(key=lambda e: e.vpath)
-    return [entry_of(e) for e in out]
+    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).find_entries(path, glob, recursive)]

@@ -166,7 +166,8 @@ class FileSystemToolset:
         self.max_retries = max_retries
         self.approve = approve
         self.approved: set[str] = set()  # approval_key()s of the calls approved so far
-        self._vfs = VirtualFS(sandbox)
+        # Listings walk through a VirtualFS; the toolset has already asked (_gate) by then.
+        self._vfs = VirtualFS(sandbox, approve=lambda description: True)
 
     @classmethod
     def create_default(cls, root: str | Path, mode: str = "rw", id: str | None = None, *,
@@ -227,9 +228,7 @@ class FileSystemToolset:
                 sb.locate(a["destination"], op="write", follow_last=False)
                 need = sb.needs_write_approval(a["destination"])
             elif name == "list_files":
-                loc = sb.locate(a.get("path", "/"), op="read")
-                listed = [loc.mount] + [m for m in sb.mounts if m.point[: len(loc.parts)] == loc.parts]
-                need = any(m.mount.read_approval for m in listed)
+                need = self._vfs.listing_needs_approval(self._vfs.locate_dir(a.get("path", "/")), recursive=True)
             else:
                 return ApprovalResult.blocked(f"unknown tool {name!r}")
         except KeyError as exc:
@@ -458,14 +457,14 @@ class FileSystemToolset:
 
     def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
         """Virtual paths of the files under `path` whose path relative to it matches `pattern`."""
-        from runtime.files import FilesService
+        from runtime.files import FilesService, compile_glob
 
         self._gate("list_files", {"path": path, "pattern": pattern})
+        rx = compile_glob(pattern)
         svc = FilesService(self._vfs)
-        rx = svc._glob(pattern)
         res, _ = self._vfs.resolve_dir(path)
         out = []
-        for e, _st in svc._regular_files(res, True):
+        for e, _st in svc.regular_files(res, True):
             if rx.match(e.rel):
                 out.append("/" + e.vpath)
                 if len(out) > svc.max_entries:

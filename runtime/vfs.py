@@ -15,9 +15,15 @@ root itself is "."); the Sandbox's own API uses "/data/a.txt".
 - Directory walks open each directory beneath its mount's descriptor, never follow directory
   symlinks (no cycles, no escapes), list file symlinks that stay inside as files, and report
   symlinks leaving the sandbox with the target "(outside the sandbox)".
-- A mount with `suffixes` only lets files with those suffixes be read (walks skip the others);
-  `max_file_bytes` bounds what is read; a mount with `read_approval` asks the run's approver
-  (no approver: refused).
+- A mount with `suffixes` only lets files with those suffixes be read, and listings and walks
+  skip the others; `max_file_bytes` bounds what is read; a mount with `read_approval` asks the
+  run's approver before a file is read ("Read from /cfg/a.json") and before a listing or walk
+  covers it ("List files in /cfg"); with no approver it is refused.
+- Virtual directories: a directory that is not readable itself but leads to readable roots
+  (the root "/" when the mounts are "/docs" and "/out"; "/docs" in a sandbox derived with
+  allow_read="/docs/public") can be listed and walked: its entries are the next component of
+  each readable root below it, as DirectoryEntry (a root's own size and time; 0 and 0 for a
+  purely virtual step). It holds no files; nothing can be written there.
 
 No host path ever appears in a return value or an error message of this module.
 """
@@ -43,14 +49,14 @@ Mount = MountState  # the mount a path resolved to (.point, .host, .mount: the c
 
 @dataclass(frozen=True)
 class Resolved:
-    """A resolved virtual path."""
+    """A resolved virtual path (`loc` is None for a virtual directory: see module docstring)."""
 
     parts: tuple[str, ...]  # canonical virtual components (as asked, links not followed)
     vpath: str  # canonical virtual string ("." for the root)
-    mount: MountState
-    host: str  # host path of the canonical (link-free) location: a cache key, never shown
-    real: str  # same as host (kept for callers of the first implementation)
-    loc: Location
+    mount: MountState | None
+    host: str | None  # host path of the canonical (link-free) location: a cache key, never shown
+    real: str | None  # same as host (kept for callers of the first implementation)
+    loc: Location | None
 
 
 @dataclass(slots=True)
@@ -65,10 +71,13 @@ class WalkEntry:
     st: os.stat_result | None  # stat following a symlink that stays inside (None otherwise)
     real: str | None  # host path of what it names when inside (a cache key; None for escapes)
     link_target: str | None  # for symlinks: virtual target or "(outside the sandbox)"
-    loc: Location | None = None  # where to open it (None for escapes)
+    loc: Location | None = None  # where to open it (None for escapes and virtual directories)
+    virtual: bool = False  # a virtual directory (see module docstring)
 
 
 OUTSIDE = "(outside the sandbox)"
+# What a purely virtual directory reports: a directory, size 0, modified at the epoch.
+VIRTUAL_DIR_STAT = os.stat_result((statmod.S_IFDIR | 0o555, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0))
 
 
 def to_virtual(parts: tuple[str, ...] | list[str]) -> str:
@@ -117,6 +126,7 @@ class VirtualFS:
             self.sandbox = Sandbox(config)
         self.approve = approve
         self._approved: set[str] = set()
+        self._roots = tuple(Sandbox.split(r) for r in self.sandbox.readable_roots)
 
     # ----------------------------------------------------------------- normalization
 
@@ -174,12 +184,45 @@ class VirtualFS:
             raise ScriptError(f"{res.vpath} is not a regular file")
         return res, st
 
+    def locate_dir(self, path: str) -> Resolved:
+        """Resolve a directory path without touching it: a real location, or a virtual one."""
+        try:
+            return self.resolve(path)
+        except PathNotInSandboxError as exc:
+            try:
+                parts = self.normalize(path)
+            except SandboxError:
+                raise exc from None
+            if not self._leads_to(parts):
+                raise
+            return self._virtual(parts)
+
     def resolve_dir(self, path: str) -> tuple[Resolved, os.stat_result]:
-        res = self.resolve(path)
-        st = self._fstat(res, "no such directory")
+        """A directory to list or walk: a real one, or a virtual one leading to readable roots."""
+        res = self.locate_dir(path)
+        if res.loc is None:
+            return res, VIRTUAL_DIR_STAT
+        try:
+            st = self._fstat(res, "no such directory")
+        except ScriptError:
+            if not self._leads_to(res.parts):
+                raise
+            return self._virtual(res.parts), VIRTUAL_DIR_STAT
         if not statmod.S_ISDIR(st.st_mode):
             raise ScriptError(f"{res.vpath} is a file, not a directory")
         return res, st
+
+    def _leads_to(self, parts: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """Next component -> readable root, for the readable roots strictly below `parts`."""
+        out: dict[str, tuple[str, ...]] = {}
+        for root in self._roots:
+            if len(root) > len(parts) and root[: len(parts)] == parts:
+                out.setdefault(root[len(parts)], root)
+        return out
+
+    @staticmethod
+    def _virtual(parts: tuple[str, ...]) -> Resolved:
+        return Resolved(parts, to_virtual(parts), None, None, None, None)
 
     # ----------------------------------------------------------------- policy on reads
 
@@ -191,14 +234,30 @@ class VirtualFS:
         if size is not None:
             self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
         if mount.read_approval:
-            description = f"Read from {shown}"
-            if description in self._approved:
-                return
-            if self.approve is None:
-                raise ApprovalDeniedError(f"{description} needs approval and no one can approve it in this run")
-            if not self.approve(description):
-                raise ApprovalDeniedError(f"{description} was not approved")
-            self._approved.add(description)
+            self._ask(f"Read from {shown}")
+
+    def _ask(self, description: str) -> None:
+        """Ask the run's approver once per description (it names the whole operation)."""
+        if description in self._approved:
+            return
+        if self.approve is None:
+            raise ApprovalDeniedError(f"{description} needs approval and no one can approve it in this run")
+        if not self.approve(description):
+            raise ApprovalDeniedError(f"{description} was not approved")
+        self._approved.add(description)
+
+    def listing_needs_approval(self, dir_res: Resolved, recursive: bool) -> bool:
+        """Does listing (or walking) this directory cover a read_approval mount (seed: list_files)?"""
+        listed = [dir_res.mount] if dir_res.mount is not None else []
+        if recursive:  # a flat listing shows the mount points below, not what they hold
+            n = len(dir_res.parts)
+            listed += [m for m in self.sandbox.mounts if m.point[:n] == dir_res.parts and len(m.point) > n
+                       and self.sandbox.can_read(_abs(m.point))]
+        return any(m.mount.read_approval for m in listed)
+
+    def check_listable(self, dir_res: Resolved, recursive: bool) -> None:
+        if self.listing_needs_approval(dir_res, recursive):
+            self._ask(f"List files in {_abs(dir_res.parts)}")
 
     def suffix_allowed(self, loc: Location) -> bool:
         suffixes = loc.mount.mount.suffixes
@@ -311,21 +370,36 @@ class VirtualFS:
 
     def list_dir(self, dir_res: Resolved) -> list[WalkEntry]:
         """Entries of one directory, sorted by name. Unreadable entries are skipped."""
-        return list(self._scan(dir_res.parts, dir_res.loc))
+        self.check_listable(dir_res, recursive=False)
+        return list(self._scan(dir_res.parts, dir_res.parts, dir_res.loc))
 
-    def _scan(self, base_parts: tuple[str, ...], dir_loc: Location) -> Iterator[WalkEntry]:
-        parts = dir_loc.requested
+    def _readable_entry(self, e: WalkEntry) -> bool:
+        """Listings show what a script could open: no file the mount's suffixes refuse."""
+        if e.kind == "directory" or e.loc is None:
+            return True
+        if e.kind == "symlink" and e.st is not None and statmod.S_ISDIR(e.st.st_mode):
+            return True
+        return self.suffix_allowed(e.loc)
+
+    def _scan(self, base_parts: tuple[str, ...], parts: tuple[str, ...], dir_loc: Location | None) -> Iterator[WalkEntry]:
+        """The entries of the directory `parts` (virtual components as asked) at `dir_loc`
+        (None: a virtual directory). Paths are shown relative to `base_parts` in `rel`."""
         entries: list[WalkEntry] = []
-        child_mounts = self._child_mounts(dir_loc.parts)
         vprefix = "/".join(parts) + "/" if parts else ""
         rel_parts = parts[len(base_parts):]
         rprefix = "/".join(rel_parts) + "/" if rel_parts else ""
-        mount = dir_loc.mount
-        try:
-            fd = self.sandbox.open_location(dir_loc, os.O_RDONLY | safeio.O_DIRECTORY)
-        except (OSError, safeio.Raced):
-            fd = None
+        own_parts = dir_loc.parts if dir_loc is not None else parts
+        child_mounts = self._child_mounts(own_parts)
+        toward_roots = self._leads_to(parts)
+        names: set[str] = set()
+        fd = None
+        if dir_loc is not None:
+            try:
+                fd = self.sandbox.open_location(dir_loc, os.O_RDONLY | safeio.O_DIRECTORY)
+            except (OSError, safeio.Raced):
+                fd = None
         if fd is not None:
+            mount = dir_loc.mount
             try:
                 with os.scandir(fd) as it:
                     for de in it:
@@ -339,25 +413,44 @@ class VirtualFS:
                         except OSError:
                             continue
                         kind = _kind_of(lst.st_mode)
-                        own = dir_loc.parts + (name,)
                         target = None
                         if kind == "symlink":
                             loc, st, target = self._link(parts + (name,))
                             real = loc.host if loc is not None else None
                         else:
-                            loc = Location(parts + (name,), own, mount, True)
+                            loc = Location(parts + (name,), own_parts + (name,), mount, True)
                             st, real = lst, loc.host
-                        entries.append(WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc))
+                        entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc)
+                        if self._readable_entry(entry):
+                            entries.append(entry)
+                            names.add(name)
             finally:
                 os.close(fd)
         for name, m in child_mounts.items():
+            if not self.sandbox.can_read(_abs(m.point)):
+                continue
             loc = Location(parts + (name,), m.point, m, True)
             try:
-                mfd = self.sandbox.mount_fd(m)
-                lst = os.fstat(mfd)
+                lst = os.fstat(self.sandbox.mount_fd(m))
             except (OSError, ScriptError):
                 continue
             entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, m.host, None, loc))
+            names.add(name)
+        for name, root in toward_roots.items():
+            if name in names:
+                continue
+            if len(root) == len(parts) + 1:  # a readable root itself: a real directory
+                try:
+                    loc = self.sandbox.locate(_abs(root), op="read")
+                    lst = self._fstat(self._resolved(loc), "no such directory")
+                except (SandboxError, ScriptError):
+                    continue
+                if not statmod.S_ISDIR(lst.st_mode):
+                    continue
+                entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, loc.host, None, loc))
+            else:  # a step on the way to deeper readable roots
+                entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", VIRTUAL_DIR_STAT,
+                                         VIRTUAL_DIR_STAT, None, None, None, virtual=True))
         entries.sort(key=lambda e: e.name)
         return iter(entries)
 
@@ -365,30 +458,33 @@ class VirtualFS:
         """Entries under a directory, depth-first, each directory's entries in name order
         (callers sort by path). Directory symlinks are reported, never entered.
         `check` is called before each directory is read (deadline checks)."""
-        stack: list[Location] = [dir_res.loc]
+        self.check_listable(dir_res, recursive)
+        # (virtual components, location or None for a virtual directory)
+        stack: list[tuple[tuple[str, ...], Location | None]] = [(dir_res.parts, dir_res.loc)]
         base = dir_res.parts
         visited: set[tuple[int, int]] = set()
         while stack:
-            loc = stack.pop()
+            parts, loc = stack.pop()
             if check is not None:
                 check()
-            try:
-                fd = self.sandbox.open_location(loc, safeio.O_PATH | safeio.O_DIRECTORY)
+            if loc is not None:
                 try:
-                    st = os.fstat(fd)
-                finally:
-                    os.close(fd)
-            except (OSError, safeio.Raced):
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key in visited:
-                continue
-            visited.add(key)
+                    fd = self.sandbox.open_location(loc, safeio.O_PATH | safeio.O_DIRECTORY)
+                    try:
+                        st = os.fstat(fd)
+                    finally:
+                        os.close(fd)
+                except (OSError, safeio.Raced):
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in visited:
+                    continue
+                visited.add(key)
             subdirs = []
-            for entry in self._scan(base, loc):
+            for entry in self._scan(base, parts, loc):
                 yield entry
-                if recursive and entry.kind == "directory" and entry.loc is not None:
-                    subdirs.append(entry.loc)
+                if recursive and entry.kind == "directory" and (entry.loc is not None or entry.virtual):
+                    subdirs.append((parts + (entry.name,), entry.loc))
             stack.extend(reversed(subdirs))
 
 

@@ -195,7 +195,7 @@ def test_outside_the_sandbox_the_model_gets_the_denial_naming_what_is_allowed(wo
     agent = agent_for(PydanticAIFileSystemToolset(sb, max_retries=3),
                       [("read_file", {"path": "/etc/passwd"}),
                        ("write_file", {"path": "/docs/../../canary.txt", "content": "x"}),
-                       ("list_files", {"path": "/"})],
+                       ("list_files", {"path": "/etc"})],
                       [("write_file", {"path": "/docs/a.md", "content": "x"}),
                        ("read_file", {"path": "/docs/../../outside/canary.txt"})])
     result = agent.run_sync("escape")
@@ -203,6 +203,7 @@ def test_outside_the_sandbox_the_model_gets_the_denial_naming_what_is_allowed(wo
     text = shown(result)
     assert "path '/etc/passwd' is outside every mount. Readable: /docs, /out, /cfg. Writable: /out, /cfg." in text
     assert "cannot write '/docs/a.md': it is read-only here. Writable: /out, /cfg." in text
+    assert "path '/etc' is outside every mount. Readable: /docs, /out, /cfg." in text
     dumped = json.dumps([m for m in result.all_messages()], default=str)
     assert "path '/docs/../../outside/canary.txt' climbs above the root. Readable: /docs" in text
     assert str(tmp) not in dumped and str(tmp.resolve()) not in dumped
