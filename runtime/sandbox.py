@@ -645,22 +645,35 @@ def sandbox_from_options(
     config_path: str | Path | None = None,
 ) -> Sandbox:
     """The Sandbox of the command line: the TOML file's mounts (relative host paths are
-    relative to the file), then `root` at "/" (default "." when there is no file), then each
-    `mounts` item (MountSpec-like: host_path, mount_point, writable) relative to the cwd.
-    Raises SandboxConfigError with one line naming the field."""
+    relative to the file), then `root` at "/", then each `mounts` item (MountSpec-like:
+    host_path, mount_point, writable) relative to the cwd. With none of the three, the
+    current directory is the root. Raises SandboxConfigError with one line naming the
+    option or the file's entry that is wrong ("--mount out:/out host_path: overlaps --root")."""
     items: list[dict] = []
+    labels: list[str] = []
     if config_path is not None:
         config, base = load_config(config_path)
-        for m in config.mounts:
+        for i, m in enumerate(config.mounts):
             data = m.model_dump()
             host = m.host_path if m.host_path.is_absolute() else base / m.host_path
             data["host_path"] = os.path.abspath(host)
             items.append(data)
-    if root is None and config_path is None:
+            labels.append(f"{config_path}: mounts[{i}]")
+    if root is None and config_path is None and not mounts:
         root = "."
     if root is not None:
         items.append({"host_path": os.path.abspath(root), "mount_point": "/", "mode": "ro"})
+        labels.append(f"--root {root}")
     for spec in mounts:
         items.append({"host_path": os.path.abspath(spec.host_path), "mount_point": spec.mount_point,
                       "mode": "rw" if spec.writable else "ro"})
-    return Sandbox(config_from_data({"mounts": items}, str(config_path) if config_path else None))
+        labels.append(f"--mount {spec.host_path}:{spec.mount_point}{':rw' if spec.writable else ''}")
+
+    def named(message: str) -> str:
+        return re.sub(r"mounts\[(\d+)\](?:\.(\w+))?",
+                      lambda m: labels[int(m.group(1))] + (f" {m.group(2)}" if m.group(2) else ""), message)
+
+    try:
+        return Sandbox(config_from_data({"mounts": items}))
+    except SandboxConfigError as exc:
+        raise SandboxConfigError("; ".join(named(line) for line in str(exc).split("; "))) from None

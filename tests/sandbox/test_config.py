@@ -122,3 +122,43 @@ def test_cli_config_errors_are_one_line_usage_errors(tmp_path, capsys):
     assert main(["ls", "/", "--config", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "mounts[0].mount_point: must start with '/'" in err
+
+
+def test_base_path_defaults_to_the_current_directory(tmp_path, monkeypatch):
+    (tmp_path / "d").mkdir()
+    monkeypatch.chdir(tmp_path)
+    sb = Sandbox(SandboxConfig(mounts=[Mount(host_path="d", mount_point="/d")]))
+    assert sb.resolve("/d/x") == (tmp_path / "d" / "x").resolve()
+
+
+def test_mounts_without_root_mount_no_current_directory(tmp_path, monkeypatch, capsys):
+    """--mount alone gives those mounts: the current directory is the root only when nothing
+    else is named (else mounting one of its subdirectories would overlap it)."""
+    from runtime.cli import main
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.txt").write_text("a")
+    (tmp_path / "secret.txt").write_text("s")
+    monkeypatch.chdir(tmp_path)
+    assert main(["ls", "/", "--mount", "out:/out:rw"]) == 0
+    assert capsys.readouterr().out == "directory /out\n"
+    assert main(["ls", "/"]) == 0
+    assert "file /secret.txt (1 bytes)" in capsys.readouterr().out
+
+
+def test_cli_errors_name_the_option_or_file_entry_at_fault(tmp_path, monkeypatch, capsys):
+    from runtime.cli import main
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "r").mkdir()
+    (tmp_path / "s.toml").write_text('[[mounts]]\nhost_path = "out"\nmount_point = "/x"\n')
+    monkeypatch.chdir(tmp_path)
+    cases = [
+        (["--root", ".", "--mount", "out:/out:rw"], "--mount out:/out:rw host_path: overlaps --root . host_path"),
+        (["--config", "s.toml", "--mount", "out:/y"], "--mount out:/y host_path: the same directory as s.toml: mounts[0] host_path"),
+        (["--config", "s.toml", "--root", "r", "--mount", "r:/x"], "--mount r:/x mount_point: duplicate mount point '/x' (also s.toml: mounts[0])"),
+    ]
+    for options, message in cases:
+        assert main(["ls", "/", *options]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
