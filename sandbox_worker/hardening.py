@@ -214,6 +214,7 @@ SYS_CLONE, SYS_CLONE3 = 56, 435
 # (0 means the caller for these; kill/tkill/tgkill take no 0: kill(0) is the process group).
 # A non-root worker keeps the broker's uid, so the kernel's own checks would let these reach the
 # broker: lower its limits (prlimit64), renice it, pin it, change its scheduling class.
+# Their readers (getpriority, sched_get*, ioprio_get) stay open: they change nothing.
 SELF_ONLY_SYSCALLS = {
     "kill": (62, False), "tkill": (200, False), "tgkill": (234, False),  # tgkill: the thread group is ours
     "prlimit64": (302, True), "sched_setaffinity": (203, True), "sched_setscheduler": (144, True),
