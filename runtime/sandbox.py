@@ -250,6 +250,12 @@ class Location:
         return vstr(self.requested)
 
 
+def refuse_directory_syntax(path: str) -> None:
+    """A file operation's path cannot end with '/' (it names a directory: POSIX ENOTDIR)."""
+    if isinstance(path, str) and path.endswith("/") and path.strip("/"):
+        raise ScriptError(f"{path!r} ends with '/', so it names a directory; a file path cannot end with '/'")
+
+
 def vstr(parts) -> str:
     """Absolute virtual string: '/data/a.txt', '/' for the root."""
     return "/" + "/".join(parts)
@@ -462,6 +468,8 @@ class Sandbox:
             requested = self.split(path)
         except PathNotInSandboxError as exc:
             raise self._outside(str(exc)) from None
+        except InvalidPathError as exc:
+            raise InvalidPathError(f"{exc}. {self.describe_access()}") from None
         if follow_last or not requested or any(m.point == requested for m in self._shared.mounts):
             parts, m, exists = self._follow(path, requested)
         else:
@@ -544,7 +552,10 @@ class Sandbox:
                 f"Allowed suffixes there: {', '.join(mount.suffixes)}."
             )
 
-    def check_size(self, path: Path, mount: Mount, *, virtual_path: str, size: int | None = None) -> None:
+    def check_size(self, path: Path, mount: Mount, *, virtual_path: str, size: int | None = None,
+                   writing: bool = False) -> None:
+        """`size` (else the host file's) against the mount's max_file_bytes; `writing`: the
+        size of content about to be written (the advice differs)."""
         if mount.max_file_bytes is None:
             return
         if size is None:
@@ -553,6 +564,11 @@ class Sandbox:
             except OSError:
                 return
         if size > mount.max_file_bytes:
+            if writing:
+                raise FileTooLargeError(
+                    f"cannot write {size} bytes to {virtual_path!r}: files in {mount.mount_point} are limited to "
+                    f"{mount.max_file_bytes} bytes. Write less, or split the content into smaller files."
+                )
             raise FileTooLargeError(
                 f"{virtual_path!r} is {size} bytes, over the limit of {mount.max_file_bytes} bytes "
                 f"for files in {mount.mount_point}. Read a smaller file or ask for a larger limit."
@@ -583,7 +599,12 @@ class Sandbox:
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
                 raise SandboxError(f"derive: {name} must be a path or a list of paths")
-            return tuple(dict.fromkeys(self.split(i) for i in items))
+            try:
+                return tuple(dict.fromkeys(self.split(i) for i in items))
+            except PathNotInSandboxError as exc:
+                raise self._outside(f"derive: {name}: {exc}") from None
+            except InvalidPathError as exc:
+                raise InvalidPathError(f"derive: {name}: {exc}. {self.describe_access()}") from None
 
         reads = prefixes(allow_read, "allow_read")
         writes = prefixes(allow_write, "allow_write")

@@ -51,7 +51,7 @@ from runtime.errors import (
     SandboxError,
     ScriptError,
 )
-from runtime.sandbox import Location, Mount, Sandbox, SandboxConfig, vstr
+from runtime.sandbox import Location, Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
 from runtime.vfs import VirtualFS
 
 MAX_READ_BYTES = 32 << 20  # a hard cap beside each mount's max_file_bytes
@@ -248,15 +248,26 @@ class FileSystemToolset:
             return
         description = self.get_approval_description(name, args)
         if self.approve is None:
-            raise ApprovalDeniedError(f"{description}: needs approval and no one can approve it here")
+            raise ApprovalDeniedError(f"{description}: needs approval and no one can approve it here. "
+                                      f"{self.without_approval(name)}")
         if not self.approve(description):
-            raise ApprovalDeniedError(f"{description}: not approved")
+            raise ApprovalDeniedError(f"{description}: not approved. {self.without_approval(name)}")
         self.approved.add(key)
+
+    def without_approval(self, name: str) -> str:
+        """What this kind of operation may do without asking, for refusal messages."""
+        sb = self._sandbox
+        if name in ("read_file", "list_files"):
+            roots = [r for r in sb.readable_roots if not sb.needs_read_approval(r)]
+            return f"Readable without approval: {', '.join(roots) or 'nothing'}."
+        roots = [r for r in sb.writable_roots if not sb.needs_write_approval(r + "/x")]
+        return f"Writable without approval: {', '.join(roots) or 'nothing'}."
 
     # ------------------------------------------------------------------ primitives
 
     def _read_bytes(self, path: str) -> tuple[bytes, Location]:
         sb = self._sandbox
+        refuse_directory_syntax(path)
         try:
             fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
         except OSError as exc:
@@ -295,6 +306,7 @@ class FileSystemToolset:
     def _open_parent(self, path: str, *, create: bool) -> tuple[int, str, Location]:
         """(O_PATH fd of the parent directory, last component, location) for a write-side op."""
         sb = self._sandbox
+        refuse_directory_syntax(path)
         for _ in range(3):
             loc = sb.locate(path, op="write", follow_last=False)
             shown = vstr(loc.requested)
@@ -315,7 +327,7 @@ class FileSystemToolset:
         shown = vstr(loc.requested)
         mount = loc.mount.mount
         self._sandbox.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
-        self._sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
+        self._sandbox.check_size(Path(), mount, virtual_path=shown, size=size, writing=True)
 
     def _write_bytes(self, path: str, data: bytes) -> Location:
         pfd, name, loc = self._open_parent(path, create=True)

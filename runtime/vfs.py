@@ -40,7 +40,7 @@ from typing import Callable, Iterator
 
 from runtime import safeio
 from runtime.errors import ApprovalDeniedError, FileTooLargeError, PathNotInSandboxError, SandboxError, ScriptError
-from runtime.sandbox import MAX_PATH_CHARS, Location, MountState, Sandbox, config_from_data
+from runtime.sandbox import MAX_PATH_CHARS, Location, MountState, Sandbox, config_from_data, refuse_directory_syntax
 
 _READ_FLAGS = os.O_RDONLY | safeio.O_NONBLOCK
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -176,6 +176,7 @@ class VirtualFS:
         return self._fstat(res, "no such file or directory")
 
     def resolve_file(self, path: str) -> tuple[Resolved, os.stat_result]:
+        refuse_directory_syntax(path)
         res = self.resolve(path)
         st = self._fstat(res, "no such file")
         if statmod.S_ISDIR(st.st_mode):

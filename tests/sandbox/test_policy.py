@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.errors import (FileTooLargeError, PathNotInSandboxError, PathNotWritableError, SandboxError,
-                            SuffixNotAllowedError)
+from runtime.errors import (FileTooLargeError, InvalidPathError, PathNotInSandboxError, PathNotWritableError,
+                            SandboxError, ScriptError, SuffixNotAllowedError)
 from runtime.sandbox import Mount, Sandbox, SandboxConfig
 
 
@@ -175,3 +175,32 @@ def test_derive_in_mount_symlink_cannot_widen_the_allowlist(world):
     assert not child.can_read("/docs/public/up/secret.md")
     with pytest.raises(PathNotInSandboxError, match="leads outside the sandbox"):
         child.resolve("/docs/public/sneaky.md")
+
+
+def test_every_refusal_of_a_path_says_what_is_allowed(world):
+    sb, tmp = world
+    allowed = "Readable: /docs, /out, /cfg. Writable: /out, /cfg."
+    for bad in ("/docs/a\x00b", "/docs/\x1b[31m", "/docs/" + "x" * 5000):
+        with pytest.raises(InvalidPathError) as exc:
+            sb.resolve(bad)
+        assert str(exc.value).endswith(allowed) and str(tmp) not in str(exc.value)
+    with pytest.raises(PathNotInSandboxError, match=r"^derive: allow_read: path '/\.\.' climbs above the root\. Readable: /docs"):
+        sb.derive(allow_read="/..")
+
+
+def test_a_file_path_cannot_end_with_a_slash(world):
+    from runtime.toolset import FileSystemToolset
+    from runtime.vfs import VirtualFS
+
+    sb, tmp = world
+    ts = FileSystemToolset(sb)
+    message = "ends with '/', so it names a directory; a file path cannot end with '/'"
+    with pytest.raises(ScriptError, match=message):
+        ts.write("/out/new/", "x")
+    assert not (tmp / "out" / "new").exists()
+    with pytest.raises(ScriptError, match=message):
+        ts.read("/docs/a.md/")
+    with pytest.raises(ScriptError, match=message):
+        VirtualFS(sb).resolve_file("/docs/a.md/")
+    assert ts.read("/docs/a.md").content == "# A\nalpha\n"
+    assert [e["path"] for e in ts.list_directory("/docs/sub/")] == ["/docs/sub/b.txt"]  # directories may

@@ -70,7 +70,8 @@ def test_every_operation_through_the_broker(world):
     assert r[9] == "Deleted /out/moved.md"
     assert r[10] == "ERR SandboxError: cannot write '/docs/x.md': it is read-only here. Writable: /out, /cfg."
     assert r[11].startswith("ERR SandboxError: path '/docs/../canary.txt'") or "climbs" in r[11] or "outside" in r[11]
-    assert r[12] == "ERR SandboxError: Write 2 chars to /cfg/x.json: needs approval and no one can approve it here"
+    assert r[12] == ("ERR SandboxError: Write 2 chars to /cfg/x.json: needs approval and no one can approve it here. "
+                     "Writable without approval: /out.")
     assert r[13].startswith("ERR SandboxError: request denied")  # FilesDSL ops are not in this table
     assert (tmp / "out" / "notes" / "a.md").read_text() == "hello there"
     assert not (tmp / "cfg" / "x.json").exists()
@@ -88,9 +89,9 @@ def test_approvals_denied_and_granted(world):
     sb, tmp = world
     asked = []
     ts = FileSystemToolset(sb, approve=lambda d: asked.append(d) or False)
-    with pytest.raises(ApprovalDeniedError, match=r"^Write 2 chars to /cfg/x.json: not approved$"):
+    with pytest.raises(ApprovalDeniedError, match=r"^Write 2 chars to /cfg/x.json: not approved. Writable without approval: /out.$"):
         ts.write("/cfg/x.json", "{}")
-    with pytest.raises(ApprovalDeniedError, match=r"^Read from /cfg/settings.json: not approved$"):
+    with pytest.raises(ApprovalDeniedError, match=r"^Read from /cfg/settings.json: not approved. Readable without approval: /docs, /out.$"):
         ts.read("/cfg/settings.json")
     ts.write("/out/free.md", "no approval needed")  # write_approval=False: not asked
     assert asked == ["Write 2 chars to /cfg/x.json", "Read from /cfg/settings.json"]
@@ -194,7 +195,7 @@ def test_suffix_and_size_limits_apply_to_the_toolset(tmp_path):
     ts = FileSystemToolset(sb)
     with pytest.raises(SuffixNotAllowedError, match=r"Allowed suffixes there: \.md"):
         ts.write("/w/x.exe", "x")
-    with pytest.raises(FileTooLargeError, match="over the limit of 10 bytes"):
+    with pytest.raises(FileTooLargeError, match="^cannot write 11 bytes to '/w/y.md': files in /w are limited to 10 bytes. Write less"):
         ts.write("/w/y.md", "x" * 11)
     with pytest.raises(FileTooLargeError):
         ts.read("/w/big.md")
