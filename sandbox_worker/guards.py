@@ -24,7 +24,7 @@ ALLOWED_ATTRIBUTES: dict[type, frozenset[str]] = {
     ),
     list: frozenset({"append", "count", "index"}),
 }
-RECORD_FIELDS = frozenset({"type", "name", "path", "size", "modified", "target", "line", "content"})
+RECORD_FIELDS = frozenset({"type", "name", "path", "size", "modified", "lastModified", "target", "line", "content"})
 
 
 def guarded_getattr(obj, name):

@@ -25,7 +25,7 @@ FILE_ATTRS = frozenset(
         "name", "path", "suffix", "size", "modified", "page_count",
     }
 )
-RECORD_ATTRS = frozenset({"type", "name", "path", "size", "modified", "target", "line", "content"})
+RECORD_ATTRS = frozenset({"type", "name", "path", "size", "modified", "lastModified", "target", "line", "content"})
 STRING_METHODS = frozenset(
     {
         "lower", "upper", "strip", "lstrip", "rstrip", "split", "splitlines",

@@ -184,3 +184,13 @@ def test_ls_recursive_and_find_show_links_leaving_the_sandbox_as_ls_does(tmp_pat
     deep = capsys.readouterr().out
     assert flat == "symlink /d/away -> (outside the sandbox)\n"
     assert deep == "directory /d\nsymlink /d/away -> (outside the sandbox)\n"
+
+
+def test_filesdsl_entries_have_the_seeds_fields(tmp_path):
+    from runtime import run_script
+
+    (tmp_path / "a.md").write_text("x")
+    os.utime(tmp_path / "a.md", ns=(1762473883050_000_000, 1762473883050_000_000))
+    result = run_script('e = Directory("/").list()[0]\nprint(e.type, e.name, e.path, e.size, e.lastModified, e.modified)',
+                        root=tmp_path, timeout=20)
+    assert result.output == "file a.md a.md 1 1762473883050 2025-11-07T00:04:43Z\n", result.error
