@@ -194,3 +194,72 @@ def test_swapped_component_never_yields_the_outside_file(world, monkeypatch, use
                 seen.add(type(exc).__name__)
     assert CANARY not in "".join(seen)
     assert ts.read("/docs/flip/canary.txt").content == "inside\n"  # once settled, the file is read
+
+
+@contextlib.contextmanager
+def swap_after_every_check(monkeypatch, tmp, directory: str):
+    """Deterministic check/open race: each time Sandbox.locate has checked a path through
+    `directory` (a mount-relative host directory), that directory is swapped for a symlink to
+    the outside before the caller opens anything. Restored on exit."""
+    from runtime.sandbox import Sandbox
+
+    real = tmp / directory
+    moved = tmp / (directory + ".real")
+    original = Sandbox.locate
+    swaps = []
+
+    def locate(self, path, **kw):
+        loc = original(self, path, **kw)
+        if not real.is_symlink():
+            os.rename(real, moved)
+            os.symlink(tmp / "outside", real)
+            swaps.append(path)
+        return loc
+
+    monkeypatch.setattr(Sandbox, "locate", locate)
+    try:
+        yield swaps
+    finally:
+        monkeypatch.setattr(Sandbox, "locate", original)
+        if real.is_symlink():
+            os.unlink(real)
+            os.rename(moved, real)
+
+
+def test_the_deterministic_swap_leaks_through_a_naive_open(world, monkeypatch):
+    """Baseline for the test below: resolve (checked), then open the host path it returned."""
+    sb, tmp = world
+    (tmp / "docs" / "flip").mkdir()
+    (tmp / "docs" / "flip" / "canary.txt").write_text("inside\n")
+    with swap_after_every_check(monkeypatch, tmp, "docs/flip") as swaps:
+        host = sb.resolve("/docs/flip/canary.txt")
+        assert swaps and host.read_text() == CANARY
+
+
+@pytest.mark.parametrize("use_openat2", [True, False])
+def test_a_component_swapped_right_after_the_check_is_never_followed(world, monkeypatch, use_openat2):
+    from runtime.vfs import VirtualFS
+
+    sb, tmp = world
+    if not use_openat2:
+        monkeypatch.setitem(safeio._state, "openat2", False)
+    elif not safeio.uses_openat2():
+        pytest.skip("no openat2 on this kernel")
+    (tmp / "docs" / "flip").mkdir()
+    (tmp / "docs" / "flip" / "canary.txt").write_text("inside\n")
+    (tmp / "out" / "d").mkdir()
+    ts = FileSystemToolset(sb)
+    reads = [lambda: ts.read("/docs/flip/canary.txt").content,
+             lambda: VirtualFS(sb).read_bytes(VirtualFS(sb).resolve("/docs/flip/canary.txt"))[0].decode()]
+    for read in reads:
+        with swap_after_every_check(monkeypatch, tmp, "docs/flip") as swaps:
+            with pytest.raises((SandboxError, ScriptError)) as exc:
+                read()
+            assert swaps and str(tmp) not in str(exc.value)
+    with swap_after_every_check(monkeypatch, tmp, "out/d") as swaps:
+        with pytest.raises((SandboxError, ScriptError)) as exc:
+            ts.write("/out/d/new.txt", "written")
+        assert swaps and str(tmp) not in str(exc.value)
+    assert sorted(os.listdir(tmp / "outside")) == ["canary.txt"]  # nothing written through the link
+    assert (tmp / "outside" / "canary.txt").read_text() == CANARY
+    assert not (tmp / "out" / "d" / "new.txt").exists()
