@@ -107,3 +107,11 @@ def test_promptscript_write_refused_on_the_terminal(tmp_path):
     assert code == 1, shown
     assert "not approved" in shown
     assert not (project / "notes.txt").exists()
+
+
+def test_yes_pre_approves_without_a_terminal(tmp_path):
+    world = approval_world(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "read.fdsl", "--config", "sandbox.toml", "--yes"],
+                          cwd=world, capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == '{"token": "s3"}\n'

@@ -214,3 +214,11 @@ def test_terminal_approver():
     assert TerminalApprover(tty_in=FakeTTY("y\n"), tty_out=out)("Delete /out/x") is True
     assert out.getvalue() == "Approve: Delete /out/x? [y/N] "
     assert TerminalApprover(tty_in=FakeTTY("\n"), tty_out=FakeTTY())("Delete /out/x") is False
+
+
+def test_move_creates_the_destinations_parents(world):
+    sb, tmp = world
+    ts = FileSystemToolset(sb)
+    ts.write("/out/a.txt", "a")
+    assert ts.move("/out/a.txt", "/out/x/y/z.txt") == "Moved /out/a.txt to /out/x/y/z.txt"
+    assert (tmp / "out" / "x" / "y" / "z.txt").read_text() == "a" and not (tmp / "out" / "a.txt").exists()
