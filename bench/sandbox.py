@@ -37,7 +37,11 @@ def rate(fn, items, min_seconds=0.5) -> float:
 
 
 def main() -> None:
-    tmp = Path(tempfile.mkdtemp())
+    with tempfile.TemporaryDirectory() as tmp:
+        measure(Path(tmp))
+
+
+def measure(tmp: Path) -> None:
     mounts = []
     for i, point in enumerate(["/docs", "/data", "/data/special", "/out"]):
         host = tmp / f"m{i}"

@@ -523,14 +523,19 @@ class Sandbox:
             loc = self.locate(path, op="any")
         except (SandboxError, ScriptError):
             return False
-        return loc.mount.mount.read_approval or self.mount_for(loc.requested).mount.read_approval
+        return self.location_needs_approval(loc, "read")
 
     def needs_write_approval(self, path: str) -> bool:
         try:
             loc = self.locate(path, op="any", follow_last=False)
         except (SandboxError, ScriptError):
             return False
-        return loc.mount.mount.write_approval or self.mount_for(loc.requested).mount.write_approval
+        return self.location_needs_approval(loc, "write")
+
+    def location_needs_approval(self, loc: Location, op: Literal["read", "write"]) -> bool:
+        """The mount of the path as asked, or of what it resolves to, wants approval for `op`."""
+        flag = "read_approval" if op == "read" else "write_approval"
+        return getattr(loc.mount.mount, flag) or getattr(self.mount_for(loc.requested).mount, flag)
 
     def get_path_config(self, path: str, *, op: Literal["read", "write"]) -> tuple[str, Path, Mount]:
         """(mount point, resolved host path, Mount) for `path`, checked for `op`."""

@@ -214,19 +214,16 @@ class FileSystemToolset:
         a = tool_args
         try:
             if name == "read_file":
-                sb.locate(a["path"], op="read")
-                need = sb.needs_read_approval(a["path"])
+                need = sb.location_needs_approval(sb.locate(a["path"], op="read"), "read")
             elif name in ("write_file", "edit_file", "delete_file"):
-                sb.locate(a["path"], op="write", follow_last=False)
-                need = sb.needs_write_approval(a["path"])
+                need = sb.location_needs_approval(sb.locate(a["path"], op="write", follow_last=False), "write")
             elif name == "move_file":
-                sb.locate(a["source"], op="write", follow_last=False)
-                sb.locate(a["destination"], op="write", follow_last=False)
-                need = sb.needs_write_approval(a["source"]) or sb.needs_write_approval(a["destination"])
+                source = sb.locate(a["source"], op="write", follow_last=False)
+                destination = sb.locate(a["destination"], op="write", follow_last=False)
+                need = sb.location_needs_approval(source, "write") or sb.location_needs_approval(destination, "write")
             elif name == "copy_file":
                 sb.locate(a["source"], op="read")
-                sb.locate(a["destination"], op="write", follow_last=False)
-                need = sb.needs_write_approval(a["destination"])
+                need = sb.location_needs_approval(sb.locate(a["destination"], op="write", follow_last=False), "write")
             elif name == "list_files":
                 need = self._vfs.listing_needs_approval(self._vfs.locate_dir(a.get("path", "/")), recursive=True)
             else:
