@@ -1,8 +1,10 @@
 """python -m fuzz.report > docs/security.md: the security page, its table generated from the corpus.
 
 The table of attack classes against the layer that stops each comes from the headers of
-fuzz/corpus/*.py; tests/security/test_fuzz_short.py proves every header true (each payload is
-run and stopped where its header says), tests/security/test_docs.py that the page is current.
+fuzz/corpus/*.py; tests/security/test_corpus.py proves every header true (each payload is run
+three times: stopped where its header says with all layers, stopped where it says with
+RestrictedPython and the guards removed, and successful with its baseline's layers removed),
+tests/security/test_docs.py that the page is current.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections import Counter, defaultdict
 
-from fuzz.corpus import LAYER_ORDER, load_corpus
+from fuzz.corpus import ADDABLE, LAYER_ORDER, PROCESS_PARTS, REMOVABLE, VERDICTS, describe_baseline, load_corpus
 from sandbox_worker.hardening import DENIED_SYSCALLS, LAYERS
 
 PROCESS_LAYERS = {
@@ -70,32 +72,56 @@ the parent's `/proc/<pid>/environ`, native crash, memory, CPU, descriptors, dead
 """
 
 
+def _counts(values) -> str:
+    counts = Counter(values)
+    return ", ".join(f"{value} ({n})" for value, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def corpus_table() -> str:
     entries = load_corpus()
-    by_class: dict[str, Counter] = defaultdict(Counter)
-    examples: dict[str, list[str]] = defaultdict(list)
+    by_class: dict[str, list] = defaultdict(list)
     for entry in entries:
-        by_class[entry.attack][entry.expected] += 1
-        if len(examples[entry.attack]) < 3:
-            examples[entry.attack].append(entry.description)
+        by_class[entry.attack].append(entry)
     lines = [
         "## Attack classes and the layer that stops each",
         "",
-        f"From the escape corpus (fuzz/corpus/, {len(entries)} payloads), each run through",
-        "`fdsl audit --mode restricted` (the transpiler bypassed) in the fully hardened worker; none",
-        "succeeds. The layer is the first that stops the payload there; the process jail stands",
-        "behind all of them (tests/security/test_layers.py).",
+        f"From the escape corpus (fuzz/corpus/, {len(entries)} payloads). Each payload is run three times",
+        "through `fdsl audit` (`runtime.audit.audit`, the transpiler bypassed), and none succeeds:",
         "",
-        "| attack class | payloads | stopped by | examples |",
-        "| --- | ---: | --- | --- |",
+        "- **restricted**: `--mode restricted`, every layer in force. The layer named is the first that",
+        "  stops the payload, for the reason its header states (an error matching its regex: a payload",
+        "  failing for an unrelated reason fails the test instead of counting as stopped).",
+        "- **without RestrictedPython and the guards**: `--mode os`, plain Python with full built-ins and",
+        "  the script's globals in reach, in the fully hardened worker, with the real broker and limits:",
+        "  the layer that holds when the language layers are gone (defense in depth). *none* marks a",
+        "  payload whose goal is the worker's own memory, which plain Python reads by design.",
+        "- **baseline**: the layers the header names removed and the process jail off: there the payload",
+        "  must succeed, which proves it real (the verdicts below).",
+        "",
+        "| attack class | payloads | restricted: stopped by | without RestrictedPython and the guards | baseline: removed => verdict | examples |",
+        "| --- | ---: | --- | --- | --- | --- |",
     ]
-    for attack in sorted(by_class, key=lambda a: (-sum(by_class[a].values()), a)):
-        counts = by_class[attack]
-        stopped = ", ".join(f"{layer} ({n})" for layer, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-        sample = "; ".join(text.replace("|", "\\|") for text in examples[attack])
-        lines.append(f"| {attack} | {sum(counts.values())} | {stopped} | {sample} |")
+    for attack in sorted(by_class, key=lambda a: (-len(by_class[a]), a)):
+        group = by_class[attack]
+        sample = "; ".join(e.description.replace("|", "\\|") for e in group[:3])
+        lines.append(
+            f"| {attack} | {len(group)} | {_counts(e.stops.layer for e in group)} | {_counts(e.os.layer for e in group)} "
+            f"| {_counts(f'{describe_baseline(e)} => {e.verdict}' for e in group)} | {sample} |"
+        )
     lines += ["", "Layers named in the table:", ""]
     lines += [f"- **{name}**: {meaning}" for name, meaning in LAYER_ORDER.items()]
+    lines += [f"- **process/{name}**: {meaning}" for name, meaning in PROCESS_PARTS.items()]
+    lines += ["", "Baselines: `-layer` removes one (the process jail is always off: `-process`):", ""]
+    removals = {
+        "restrictedpython": "the payload compiled with plain `compile()`, run with the restricted globals",
+        "guards": "every Python built-in in reach (the script's own print, len, str... kept) and, under RestrictedPython, permissive hooks",
+        "worker": "run by a naive runner (plain CPython, `except Exception`), whose exit status is the verdict",
+        "broker": "File() and Directory() joining paths to the root with `os.path.join` and reading them, regexes without a deadline",
+        "limits": "no cap on ranges, recursion limit 10**8, no int-digit limit, and the run's deadline, memory and output multiplied by 2, 4 and 4",
+    }
+    lines += [f"- **-{name}**: {removals[name]}" for name in REMOVABLE]
+    lines += [f"- **+{name}**: {meaning}" for name, meaning in ADDABLE.items()]
+    lines += ["", "Verdicts: " + "; ".join(f"**{name}**: {meaning}" for name, meaning in VERDICTS.items()) + "."]
     return "\n".join(lines) + "\n"
 
 

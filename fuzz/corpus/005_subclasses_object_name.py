@@ -1,4 +1,0 @@
-# attack: subclass walk
-# stops: guards
-# the name object and its subclasses
-print(object.mro(), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: subclass walk
-# stops: guards
-# str.format is not whitelisted
-print("{}".format(1), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: subclass walk
-# stops: guards
-# vars() of a value
-print(vars(1), "ESCAPED")

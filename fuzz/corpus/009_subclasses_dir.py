@@ -1,4 +1,0 @@
-# attack: subclass walk
-# stops: guards
-# dir() to enumerate attributes
-print(dir(()), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: format-string attribute access
-# stops: guards
-# %-formatting through a mapping
-print("%(a)s" % {"a": Directory("/").client}, "ESCAPED")

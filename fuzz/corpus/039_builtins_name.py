@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: restrictedpython
-# the __builtins__ name
-print(__builtins__["open"], "ESCAPED")

@@ -1,5 +1,0 @@
-# attack: builtins recovery
-# stops: restrictedpython
-# __import__('os')
-__import__("os").system("id")
-print("ESCAPED")

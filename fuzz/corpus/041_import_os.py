@@ -1,5 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# import os
-import os
-print(os.listdir("/"), "ESCAPED")

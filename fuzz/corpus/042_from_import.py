@@ -1,5 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# from os import system
-from os import system
-print(system, "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# open() of a host file
-print(open("/etc/passwd").read(), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: restrictedpython
-# eval of source text
-print(eval("1+1"), "ESCAPED")

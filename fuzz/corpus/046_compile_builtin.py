@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# compile() to build code
-print(compile("1", "x", "eval"), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# locals()
-print(locals(), "ESCAPED")

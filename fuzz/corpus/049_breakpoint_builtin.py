@@ -1,5 +1,0 @@
-# attack: builtins recovery
-# stops: restrictedpython
-# breakpoint() to reach pdb
-breakpoint()
-print("ESCAPED")

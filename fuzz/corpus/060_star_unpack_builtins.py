@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# iterating over a non-iterable API object
-print(*Directory("/").files()[0], "ESCAPED")

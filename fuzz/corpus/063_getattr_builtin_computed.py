@@ -1,5 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# getattr with a name built from chr()
-name = chr(95) * 2 + "class" + chr(95) * 2
-print(getattr(1, name), "ESCAPED")

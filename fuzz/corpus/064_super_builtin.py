@@ -1,4 +1,0 @@
-# attack: builtins recovery
-# stops: guards
-# super() outside a class
-print(super(), "ESCAPED")

@@ -1,5 +1,0 @@
-# attack: loader and module tricks
-# stops: guards
-# importlib.import_module
-import importlib
-print(importlib.import_module("os"), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: look-alike unicode identifiers
-# stops: restrictedpython
-# a look-alike of _getattr_
-print(＿getattr＿, "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: BaseException subclasses
-# stops: guards
-# KeyboardInterrupt raised by the script
-raise KeyboardInterrupt

@@ -1,4 +1,0 @@
-# attack: BaseException subclasses
-# stops: guards
-# GeneratorExit raised by the script
-raise GeneratorExit

@@ -1,4 +1,0 @@
-# attack: BaseException subclasses
-# stops: guards
-# BaseExceptionGroup
-raise BaseExceptionGroup("x", [SystemExit(0)])

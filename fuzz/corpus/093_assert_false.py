@@ -1,4 +1,0 @@
-# attack: BaseException subclasses
-# stops: guards
-# AssertionError escaping as a traceback
-assert False, "x"

@@ -1,4 +1,0 @@
-# attack: BaseException subclasses
-# stops: guards
-# StopIteration out of the module
-raise StopIteration

@@ -1,5 +1,0 @@
-# attack: memory bomb
-# stops: limits
-# a huge string
-s = "x" * (10 ** 10)
-print("ESCAPED")

@@ -1,5 +1,0 @@
-# attack: CPU bomb
-# stops: limits
-# an infinite loop
-while True:
-    pass

@@ -1,0 +1,10 @@
+# attack: fork bomb
+# stops: guards: __import__ not found
+# os: process/rlimits: Too many open files
+# baseline: -guards => escaped
+# pty.fork
+import os, pty
+pid, fd = pty.fork()
+if pid == 0:
+    os.kill(os.getpid(), 9)
+print("ESCAPED", os.waitpid(pid, 0))

@@ -1,0 +1,10 @@
+# attack: fork bomb
+# stops: guards: __import__ not found
+# os: process/rlimits: Too many open files
+# baseline: -guards => escaped
+# multiprocessing
+import multiprocessing
+child = multiprocessing.get_context("fork").Process(target=len, args=("x",))
+child.start()
+child.join()
+print("ESCAPED", child.exitcode)

@@ -1,5 +1,0 @@
-# attack: output bomb
-# stops: limits
-# one huge print
-print("x" * (10 ** 7))
-print("ESCAPED")

@@ -1,5 +1,0 @@
-# attack: output bomb
-# stops: limits
-# terminal escape sequences in bulk
-while True:
-    print("\x1b[2J\x1b]0;pwned\x07" * 100)

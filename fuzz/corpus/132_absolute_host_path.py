@@ -1,4 +1,0 @@
-# attack: /proc and symlink tricks
-# stops: broker
-# a host absolute path
-print(File("/etc/passwd").read(), "ESCAPED")

@@ -1,4 +1,0 @@
-# attack: /proc and symlink tricks
-# stops: broker
-# backslash separators
-print(File("..\\canary.txt").read(), "ESCAPED")
