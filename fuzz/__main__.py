@@ -18,7 +18,7 @@ import time
 from fuzz.targets import TARGETS, Stats, fuzz_corpus
 
 # Shares of the budget left after the corpus.
-SHARES = {"programs": 0.4, "paths": 0.25, "protocol": 0.35}
+SHARES = {"programs": 0.3, "ps_programs": 0.2, "paths": 0.2, "protocol": 0.3}
 # A generative target given less than this is not run: a few seconds would prove nothing.
 MIN_TARGET_SECONDS = 10.0
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3

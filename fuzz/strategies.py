@@ -132,3 +132,94 @@ def any_messages(ops: list[str]):
     return st.one_of(call_messages(ops), st.dictionaries(st.text(max_size=6), json_values, max_size=4),
                      st.builds(lambda t, rest: {"t": t, **rest}, st.sampled_from(["call", "out", "end", "ready", "start", "ok", "err"]),
                                st.dictionaries(st.text(max_size=6), json_values, max_size=3)))
+
+
+# ------------------------------------------------------------------ PromptScript
+
+PS_VARS = ["a", "b", "xs", "obj", "n", "total"]
+PS_KEYS = st.sampled_from(["path", "query", "content", "old", "new", "cmd", "args", "globs", "mode", "message",
+                           "maxBytes", "timeoutMs", "question", "filesChanged", "v", "n", "allowActions",
+                           "allowWrite", "allowCommands", "maxFileBytes", "max", "fail_fast", "timeout"])
+PS_ACTIONS = ["READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT", "NO_SUCH_ACTION"]
+# Defined first in every generated program, so names read are always defined (the checker
+# refuses a name defined nowhere).
+PS_PRELUDE = (
+    'a = 1\nb = "text"\nxs = [1, 2, 3]\nobj = {path: "data/a.txt", n: 2}\nn = 3\ntotal = 0\n'
+    "def helper(x):\n  return x\n"
+    "class Box:\n  def __init__(self, v):\n    self.v = v\n  def get(self):\n    return self.v\n"
+)
+
+
+def ps_string(text: str) -> str:
+    """A "..." literal holding `text` (the language's escapes)."""
+    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+               .replace("\r", "\\r").replace("\t", "\\t").replace("\x00", "\\0"))
+    return f'"{escaped}"'
+
+
+def ps_expressions(host_strings: list[str] = ()):
+    """PromptScript expressions as source text, with hostile string literals."""
+    literal_text = _literals(host_strings)
+    leaves = st.one_of(
+        st.sampled_from(PS_VARS),
+        st.integers(-(10**6), 10**12).map(str),
+        st.floats(0, 1e6, allow_nan=False).map(lambda f: f"{f:.3f}"),
+        literal_text.map(ps_string),
+        literal_text.filter(lambda t: "`" not in t).map(lambda t: f"`{t}`"),
+        st.sampled_from(["true", "false", "null"]),
+    )
+
+    def compound(children):
+        items = st.lists(children, max_size=3).map(", ".join)
+        pairs = st.lists(st.tuples(PS_KEYS, children), max_size=3, unique_by=lambda kv: kv[0]).map(lambda ps: ", ".join(f"{k}: {v}" for k, v in ps))
+        action = st.builds(lambda act, args: f'apply("{act}", {{{args}}})', st.sampled_from(PS_ACTIONS), pairs)
+        return st.one_of(
+            st.builds(lambda op, l, r: f"({l} {op} {r})", st.sampled_from("+-*/%"), children, children),
+            st.builds(lambda op, l, r: f"({l} {op} {r})", st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "in", "not in", "and", "or"]), children, children),
+            children.map(lambda e: f"(not {e})"), children.map(lambda e: f"(-{e})"),
+            items.map(lambda s: f"[{s}]"), pairs.map(lambda s: f"{{{s}}}"),
+            st.builds(lambda f, args: f"{f}({args})", st.sampled_from(["log", "len", "range", "helper", "Box"]), items),
+            action,
+            st.builds(lambda reqs: f"parallel([{reqs}], {{max: 2}})",
+                      st.lists(st.builds(lambda act, args: f'{{action: "{act}", args: {{{args}}}}}',
+                                         st.sampled_from(["READ_FILE", "SEARCH", "WRITE_FILE"]), pairs), max_size=2).map(", ".join)),
+            st.builds(lambda e, k: f"{e}.{k}", st.sampled_from(["obj", "Box(1)"]), st.sampled_from(["path", "n", "v", "get()", "missing"])),
+            st.builds(lambda e, i: f"{e}[{i}]", children, children),
+        )
+
+    return st.recursive(leaves, compound, max_leaves=6)
+
+
+def ps_programs(host_strings: list[str] = ()):
+    """Whole PromptScript programs as source text, rendered with 2-space indentation."""
+    exprs = ps_expressions(host_strings)
+    simple = st.one_of(
+        st.builds(lambda v, e: f"{v} = {e}", st.sampled_from(PS_VARS), exprs),
+        st.builds(lambda e: f"log({e})", exprs),
+        exprs,
+        st.builds(lambda e: f"guard {e}", exprs),
+        st.builds(lambda e: f"obj.v = {e}", exprs),
+        st.builds(lambda e: f"xs[0] = {e}", exprs),
+        st.just("pass"),
+    )
+
+    def block(children):
+        return st.lists(children, min_size=1, max_size=3)
+
+    def compound(children):
+        def indent(lines: list[str]) -> str:
+            return "\n".join("  " + line for stmt in lines for line in stmt.split("\n"))
+
+        loop_body = st.builds(lambda body, tail: body + tail, block(children), st.sampled_from([[], ["break"], ["continue"]]))
+        return st.one_of(
+            st.builds(lambda c, body, other: f"if {c}:\n{indent(body)}" + (f"\nelse:\n{indent(other)}" if other else ""),
+                      exprs, block(children), st.one_of(st.just([]), block(children))),
+            st.builds(lambda c, body: f"while {c}:\n{indent(body)}", exprs, loop_body),
+            st.builds(lambda v, e, body: f"for {v} in {e}:\n{indent(body)}", st.sampled_from(PS_VARS), exprs, loop_body),
+            st.builds(lambda p, body: f"with policy {p}:\n{indent(body)}", exprs, block(children)),
+            st.builds(lambda k, ms, body: f"retry {k} backoff {ms}:\n{indent(body)}", st.integers(0, 3), st.integers(0, 20), block(children)),
+            st.builds(lambda ms, body: f"timeout {ms}:\n{indent(body)}", st.integers(0, 300), block(children)),
+        )
+
+    statements = st.recursive(simple, compound, max_leaves=6)
+    return st.lists(statements, max_size=5).map(lambda body: PS_PRELUDE + "".join(s + "\n" for s in body))

@@ -158,6 +158,65 @@ def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float
         box.close()
 
 
+def tree_snapshot(path: Path) -> list:
+    """Names, sizes and mtimes under `path` (symlinks not followed): what a write would change."""
+    found = []
+    for item in sorted(path.rglob("*")):
+        info = item.lstat()
+        found.append((str(item.relative_to(path)), info.st_size, info.st_mtime_ns))
+    return found
+
+
+def fuzz_ps_programs(budget_s: float, seed: int, run_every: int = 6, timeout: float = 3.0) -> Stats:
+    """PromptScript programs generated from its grammar's shapes (fuzz.strategies.ps_programs):
+    parse and emit never crash (a refusal is a located DSLError), the emitted code compiles
+    under RestrictedPython; a share run in the real worker with the file actions pointed at
+    hostile paths: no canary or host path shown, no Python traceback, nothing written, no run
+    past its timeout."""
+    from RestrictedPython import compile_restricted_exec
+
+    from fuzz.strategies import ps_programs
+    from runtime.api import run_script
+    from transpiler import DSLError, compile_script
+
+    stats = Stats("ps_programs", "programs")
+    box = Sandbox()
+    compiled = [0]
+    before = (box.outside_snapshot(), tree_snapshot(box.base))
+
+    def check(source: str) -> None:
+        try:
+            emitted = compile_script(source, lang="ps")
+        except DSLError as exc:
+            assert exc.line is not None, f"unlocated {exc.kind}: {exc}"
+            stats.note("refused by the checker")
+            return
+        result = compile_restricted_exec(emitted.python, filename="<script>")
+        assert result.errors == (), f"RestrictedPython refused emitted code: {result.errors}\n{source}"
+        compiled[0] += 1
+        if compiled[0] % run_every:
+            return
+        stats.note("run in the worker")
+        started = time.monotonic()
+        run = run_script(source, lang="ps", root=box.root, timeout=timeout, memory_mb=256, max_output=100_000,
+                         options={"max_steps": 5000})
+        elapsed = time.monotonic() - started
+        text = run.output + (run.error or "")
+        leak = box.leaks(text, source)
+        assert leak is None, f"{leak}\n{source}"
+        assert TRACEBACK not in text, f"a Python traceback was shown\n{source}\n{text[-1000:]}"
+        assert elapsed < timeout + 3, f"ran {elapsed:.1f} s past a {timeout} s timeout\n{source}"
+        assert run.exit_code in (0, 1, 124), run.exit_code
+        assert run.error_kind != "InternalError", f"internal error: {run.error}\n{source}"
+        assert (box.outside_snapshot(), tree_snapshot(box.base)) == before, f"a run changed files\n{source}"
+        stats.note(f"exit {run.exit_code}")
+
+    try:
+        return run_batches(stats, ps_programs(box.host_strings), check, budget_s, seed)
+    finally:
+        box.close()
+
+
 # ------------------------------------------------------------------ (b) paths
 
 PATH_ARGS = ("path", "source", "destination")
@@ -365,4 +424,5 @@ def fuzz_corpus(budget_s: float = 0.0, seed: int = 0, jobs: int = 2, modes=("res
     return stats
 
 
-TARGETS = {"corpus": fuzz_corpus, "programs": fuzz_programs, "paths": fuzz_paths, "protocol": fuzz_protocol}
+TARGETS = {"corpus": fuzz_corpus, "programs": fuzz_programs, "ps_programs": fuzz_ps_programs, "paths": fuzz_paths,
+           "protocol": fuzz_protocol}

@@ -10,16 +10,22 @@ import pytest
 
 import fuzz.corpus
 from fuzz import __main__ as fuzz_main
-from fuzz.targets import fuzz_paths, fuzz_programs, fuzz_protocol
+from fuzz.targets import fuzz_paths, fuzz_programs, fuzz_protocol, fuzz_ps_programs
 
 SEED = 20261122
 
 
-@pytest.mark.parametrize("target,budget", [(fuzz_programs, 8.0), (fuzz_paths, 4.0), (fuzz_protocol, 8.0)],
-                         ids=["programs", "paths", "protocol"])
+@pytest.mark.parametrize("target,budget", [(fuzz_programs, 8.0), (fuzz_ps_programs, 6.0), (fuzz_paths, 4.0), (fuzz_protocol, 8.0)],
+                         ids=["programs", "ps_programs", "paths", "protocol"])
 def test_fuzz_target_short_pass(target, budget):
     stats = target(budget, SEED)
     assert stats.count > 0
+    assert stats.failures == []
+
+
+def test_the_promptscript_target_runs_programs_in_the_worker():
+    stats = fuzz_ps_programs(6.0, SEED + 1)
+    assert stats.notes.get("run in the worker", 0) > 0
     assert stats.failures == []
 
 
