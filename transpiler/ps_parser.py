@@ -14,7 +14,7 @@ import threading
 from importlib import resources
 
 from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput, UnexpectedToken, VisitError
 from lark.indenter import DedentError, Indenter
 
 from . import ps_ast as A
@@ -162,6 +162,8 @@ class _PsIndenter(Indenter):
                 raise DSLError(f"script is too long (more than {limit} tokens)", tok.line, tok.column)
             if tok.type == "NAME":
                 value = str(tok)
+                if value in ("elif", "else"):  # lexed as a name only where no clause can start
+                    raise _orphan_clause(value, tok)
                 if value.startswith("_"):
                     raise DSLError(f"names cannot start with '_' ('{value}')", tok.line, tok.column)
                 if value in PYTHON_ONLY_KEYWORDS:
@@ -169,6 +171,12 @@ class _PsIndenter(Indenter):
                     message = f"'{value}' is not PromptScript" + (f"; {hint}" if hint else "")
                     raise DSLError(message, tok.line, tok.column)
             yield tok
+
+
+def _orphan_clause(word: str, tok: Token) -> DSLError:
+    return DSLError(f"'{word}' without a matching 'if' (it must line up with its 'if'"
+                    + (", and only 'if' has an 'else'" if word == "else" else "") + ")",
+                    tok.line, tok.column)
 
 
 _lark: Lark | None = None
@@ -236,7 +244,8 @@ def check_variable(tok: Token, what: str = "a variable") -> str:
 def _check_member(tok: Token, what: str) -> str:
     value = str(tok)
     if keyword.iskeyword(value):
-        raise DSLError(f"'{value}' cannot be {what} (write it as a quoted key: obj[\"{value}\"])",
+        quoted = f'{{"{value}": ...}}' if what == "a bare key" else f'obj["{value}"]'
+        raise DSLError(f"'{value}' cannot be {what} (write it as a quoted key: {quoted})",
                        tok.line, tok.column)
     return value
 
@@ -346,6 +355,9 @@ class _ToAst(Transformer):
 
     def int(self, meta, c):
         digits = str(c[0])
+        if len(digits) > 1 and digits[0] == "0" and digits.strip("0"):
+            raise DSLError(f"leading zeros are not allowed in a number ('{digits}'; write "
+                           f"{digits.lstrip('0')})", c[0].line, c[0].column)
         if len(digits) > MAX_INT_DIGITS:
             raise DSLError(f"integer literal too long (limit {MAX_INT_DIGITS} digits)", c[0].line, c[0].column)
         return A.Const(int(digits), **_tpos(c[0]))
@@ -469,6 +481,8 @@ def parse(source: str, filename: str = "<script>", *, max_bytes: int = MAX_SOURC
     except DedentError:
         raise DSLError("unindent does not match any outer indentation level", 1, 1) from None
     except UnexpectedInput as e:
+        if isinstance(e, UnexpectedToken) and e.token.type in ("ELIF", "ELSE"):
+            raise _orphan_clause(str(e.token), e.token) from None
         raise _lark_error(e, text) from None
     except RecursionError:
         raise DSLError("expression too deep", 1, 1) from None
