@@ -1,4 +1,4 @@
-"""`fdsl`: run FilesDSL scripts in the sandbox.
+"""`fdsl`: run FilesDSL (.fdsl) and PromptScript (.ps) scripts in the sandbox.
 
 Exit codes: 0 success, 1 script error (syntax, runtime, policy denial, limit), 2 usage error,
 124 timeout. Script output goes to stdout, errors to stderr.
@@ -7,10 +7,15 @@ Exit codes: 0 success, 1 script error (syntax, runtime, policy denial, limit), 2
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script
+
+
+DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
+PS_TIMEOUT_MARGIN_S = 5.0  # a .ps run's --timeout: --max-time plus this
 
 
 class UsageError(Exception):
@@ -64,12 +69,14 @@ def approver(args):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL scripts in a jailed worker.")
+    parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL (.fdsl) and PromptScript (.ps) scripts in a jailed worker.")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a script")
-    run.add_argument("script", help="the script (.fdsl)")
+    run.add_argument("script", help="the script: FilesDSL (.fdsl) or PromptScript (.ps)")
     add_sandbox_options(run)
-    run.add_argument("--timeout", type=float, default=60.0, metavar="S", help="wall-clock limit in seconds (default 60)")
+    run.add_argument("--timeout", type=float, default=None, metavar="S",
+                     help=f"wall-clock limit in seconds (default: {DEFAULT_TIMEOUT_S:g} for .fdsl; for .ps, --max-time "
+                          f"plus {PS_TIMEOUT_MARGIN_S:g} s, or no limit with --max-time 0)")
     run.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
     run.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
     run.add_argument("--lang", choices=sorted(set(LANGUAGES.values())), help="language (default: by extension)")
@@ -83,7 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--max-steps", type=int, default=50_000, metavar="N", help="statements executed (default 50000; 0: no limit)")
     ps.add_argument("--max-time", type=int, default=600_000, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
     ps.add_argument("--max-tool-calls", type=int, default=0, metavar="N", help="apply() calls (default 0: no limit)")
-    ps.add_argument("--halt-on-loop", action="store_true", help="stop when the same action with the same args runs 3 times in a row")
+    ps.add_argument("--max-files-changed", type=int, default=None, metavar="N",
+                    help="distinct files WRITE_FILE/PATCH_FILE may change (default: no limit; 0: none)")
+    ps.add_argument("--halt-on-loop", action="store_true",
+                    help="stop when the same action with the same args, or the same cycle of up to 4 such actions, runs 3 times in a row")
     ps.add_argument("--allow-command", action="append", default=[], metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
@@ -126,19 +136,34 @@ def command_run(args) -> int:
     lang = args.lang or LANGUAGES.get(script.suffix)
     if lang is None:
         raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
-    if args.timeout <= 0 or args.memory <= 0 or args.max_output < 0:
+    if (args.timeout is not None and args.timeout <= 0) or args.memory <= 0 or args.max_output < 0:
         raise UsageError("--timeout and --memory must be positive, --max-output not negative")
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     sandbox = build_sandbox(args)
     options = None
+    run_log = None
     if lang == "ps":
         if min(args.max_steps, args.max_time, args.max_tool_calls) < 0:
             raise UsageError("--max-steps, --max-time and --max-tool-calls cannot be negative")
+        if args.max_files_changed is not None and args.max_files_changed < 0:
+            raise UsageError("--max-files-changed cannot be negative")
+        if args.timeout is None:
+            # The wall clock backs --max-time up: its budget plus a margin (start-up, clean-up);
+            # --max-time 0 asks for no time limit, so none unless --timeout is given.
+            timeout = args.max_time / 1000 + PS_TIMEOUT_MARGIN_S if args.max_time else math.inf
         project = Path(args.project or ".")
         if not project.is_dir():
             raise UsageError(f"--project {args.project}: not a directory")
+        from runtime.promptscript import RunLog, RunLogError
+
+        try:
+            run_log = RunLog(project)
+        except RunLogError as exc:
+            raise UsageError(str(exc)) from None
         options = {"project": project, "max_steps": args.max_steps, "max_time_ms": args.max_time,
                    "max_tool_calls": args.max_tool_calls, "halt_on_loop": args.halt_on_loop,
-                   "verbose": args.verbose, "allow_commands": tuple(args.allow_command)}
+                   "verbose": args.verbose, "allow_commands": tuple(args.allow_command),
+                   "max_files_changed": args.max_files_changed, "run_log": run_log}
 
     def emit(text: str) -> None:
         sys.stdout.write(text)
@@ -150,7 +175,7 @@ def command_run(args) -> int:
         approve=approver(args),
         lang=lang,
         filename=str(script),
-        timeout=args.timeout,
+        timeout=timeout,
         memory_mb=args.memory,
         max_output=args.max_output,
         on_output=emit,
@@ -158,6 +183,10 @@ def command_run(args) -> int:
         options=options,
     )
     sys.stdout.flush()
+    if run_log is not None and result.error_kind == "SyntaxError":
+        from runtime.promptscript import log_unstarted_run
+
+        log_unstarted_run(run_log, options, result)  # the script never started; the log says why
     if result.error:
         print(result.error, file=sys.stderr)
     if args.verbose:

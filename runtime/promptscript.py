@@ -4,17 +4,24 @@ One ``PSSession`` per run. Its handler table (``session.handlers()``) is what th
 serves a PromptScript worker: ``ping`` and the ``ps.*`` ops, nothing else. Each handler says
 its decision:
 
-  * ``ps.start``  Allow: returns the budgets the worker enforces itself (steps; time too,
-    with its interval timer); the broker enforces time and tool calls again on every op.
-  * ``ps.steps``  Record the worker's step counter (it reports every 16384 steps).
+  * ``ps.start``  Allow: starts the run's clock (--max-time counts from here, not from the
+    worker's start-up) and returns the budgets the worker enforces itself (steps; time too,
+    with its interval timer) and the base policy; the broker enforces time and tool calls
+    again on every op.
+  * ``ps.steps``  Record the worker's step counter (it reports every 16384 steps); a count
+    past --max-steps spends the budget (logged as ``budget``).
   * ``ps.scope``  enter: validate the policy, push its INTERSECTION with the scope in force
     (an inner scope can never widen an outer one); exit: pop (never below the base).
   * ``ps.action`` Deny when a budget is spent, when the loop detector trips, or when the
     policy in force does not allow the action; then dispatch to ``self.actions[name]``
     (a callable ``(args: dict, policy: dict) -> (value, printed_text|None)``): REPORT and
     ASK_USER here, the file actions and RUN_CMD in runtime/ps_actions.py (given a project).
+    The work stops at the earlier of --max-time (a LimitError) and the worker's pending
+    ``timeout`` block (``deadline_ms``; a TimeoutError the worker turns into that block's
+    timeout): ``self.deadline`` is what the handlers consult.
   * ``ps.parallel`` READ_FILE / SEARCH items in windows of ``max`` threads, in input order.
-  * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout).
+  * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout, block
+    start/end, a budget the worker enforces); ``end`` records the final step count.
 
 With a project, ``self.files`` (ProjectActions) keeps a Sandbox per scope beside the policy
 stack: the project mount at the bottom, ``Sandbox.derive`` for each ``with policy``.
@@ -22,9 +29,11 @@ stack: the project mount at the bottom, ``Sandbox.derive`` for each ``with polic
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import stat as statmod
 import sys
 import time
 from dataclasses import dataclass
@@ -35,10 +44,15 @@ from runtime.errors import LimitError, SandboxError, ScriptError
 
 ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
 POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
+POLICY_INT_KEYS = ("maxFileBytes", "maxFilesChanged")
 DEFAULT_MAX_FILE_BYTES = 500_000
-LOOP_REPEATS = 3  # --halt-on-loop: the same action with the same args this many times in a row
+# --halt-on-loop: the same action with the same args, or the same short cycle of them
+# (A,B,A,B,A,B), this many times in a row.
+LOOP_REPEATS = 3
+LOOP_MAX_CYCLE = 4
 MAX_ANSWER_CHARS = 4096
-EVENT_KINDS = frozenset({"retry", "timeout"})
+EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget", "end"})
+RUN_LOG_DIR = ".ps-runs"
 PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")  # parallel(): the read-only actions only
 MAX_PARALLEL = 16  # parallel(): most threads at once
 MAX_PARALLEL_ITEMS = 1000
@@ -55,13 +69,27 @@ class PSOptions:
     halt_on_loop: bool = False  # --halt-on-loop
     verbose: bool = False  # --verbose: trace each action on stderr
     allow_commands: tuple = ()  # the base scope's command allowlist (RUN_CMD)
+    max_files_changed: int | None = None  # --max-files-changed: distinct files written/patched (None: no limit)
     write_approval: bool = True  # WRITE_FILE/PATCH_FILE ask `approve` (the CLI: terminal or --yes)
     approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
     output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
+    run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
 
 
 class ActionError(ScriptError):
     kind = "RuntimeError"
+
+
+class BlockDeadline(ScriptError):
+    """The worker's pending `timeout` block ran out while the broker worked for it: the worker
+    turns this into that block's own (catchable) timeout error."""
+
+    kind = "TimeoutError"
+
+
+class RunLogError(Exception):
+    """The run log cannot be created: a problem of the command line or the project (exit 2),
+    not of the script."""
 
 
 # ---- policies ------------------------------------------------------------------------------
@@ -90,9 +118,9 @@ def validate_policy(policy) -> dict:
         raise ActionError("a policy must be an object")
     out: dict = {}
     for key, value in policy.items():
-        if key == "maxFileBytes":
+        if key in POLICY_INT_KEYS:
             if type(value) is not int or value < 0:
-                raise ActionError("policy maxFileBytes must be a non-negative integer")
+                raise ActionError(f"policy {key} must be a non-negative integer")
             out[key] = value
         elif key in POLICY_LIST_KEYS:
             if type(value) is not list or any(type(v) is not str for v in value) or len(value) > 1000:
@@ -115,6 +143,9 @@ def intersect(outer: dict, inner: dict) -> dict:
             result[key] = [v for v in outer[key] if v in set(inner[key])]
     if "maxFileBytes" in inner:
         result["maxFileBytes"] = min(outer["maxFileBytes"], inner["maxFileBytes"])
+    if "maxFilesChanged" in inner:  # None: no limit
+        limits = [v for v in (outer.get("maxFilesChanged"), inner["maxFilesChanged"]) if v is not None]
+        result["maxFilesChanged"] = min(limits)
     for key in ("allowRead", "allowWrite"):
         if key in inner:
             result[key] = _intersect_paths(outer[key], inner[key])
@@ -122,11 +153,12 @@ def intersect(outer: dict, inner: dict) -> dict:
 
 
 class PolicyStack:
-    def __init__(self, allow_commands=()) -> None:
+    def __init__(self, allow_commands=(), max_files_changed: int | None = None) -> None:
         self.stack = [{
             "allowActions": list(ACTIONS),
             "allowCommands": list(allow_commands),
             "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
+            "maxFilesChanged": max_files_changed,
             "allowRead": ["."],
             "allowWrite": ["."],
         }]
@@ -151,15 +183,63 @@ class PolicyStack:
 # ---- the run log ---------------------------------------------------------------------------
 
 class RunLog:
-    """``<project>/.ps-runs/<id>/events.jsonl``: one JSON object per line, written by the broker."""
+    """``<project>/.ps-runs/<id>/events.jsonl``: one JSON object per line, written by the broker.
+
+    Made without following symbolic links: ``.ps-runs`` must be a real directory of the
+    project (a link there, even to a directory, is refused), the run's directory is new and
+    the file is created exclusively. Any failure is a ``RunLogError`` naming the path and why.
+    """
 
     def __init__(self, project: Path) -> None:
         self.started = time.monotonic()
         self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-        self.dir = Path(project) / ".ps-runs" / self.run_id
-        self.dir.mkdir(parents=True, exist_ok=True)
+        project = Path(os.path.abspath(project))
+        logs = project / RUN_LOG_DIR
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+        fds: list[int] = []
+
+        def fail(what: str, exc: OSError):
+            reason = exc.strerror or str(exc)
+            raise RunLogError(f"cannot create the run log in {logs}: {what} ({reason})") from None
+
+        try:
+            try:
+                fds.append(os.open(project, flags))
+            except OSError as exc:
+                fail(f"the project directory {project} cannot be opened", exc)
+            try:
+                os.mkdir(RUN_LOG_DIR, 0o755, dir_fd=fds[-1])
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                fail(f"{RUN_LOG_DIR} cannot be made", exc)
+            try:
+                fds.append(os.open(RUN_LOG_DIR, flags | os.O_NOFOLLOW, dir_fd=fds[0]))
+            except OSError as exc:
+                try:
+                    link = statmod.S_ISLNK(os.lstat(RUN_LOG_DIR, dir_fd=fds[0]).st_mode)
+                except OSError:
+                    link = False
+                if link or exc.errno == errno.ELOOP:
+                    raise RunLogError(f"cannot create the run log in {logs}: it is a symbolic link, "
+                                      "and the run log never follows one") from None
+                if exc.errno == errno.ENOTDIR:
+                    raise RunLogError(f"cannot create the run log in {logs}: it is not a directory") from None
+                fail(f"{RUN_LOG_DIR} cannot be opened", exc)
+            try:
+                os.mkdir(self.run_id, 0o755, dir_fd=fds[-1])
+                fds.append(os.open(self.run_id, flags | os.O_NOFOLLOW, dir_fd=fds[-1]))
+                fd = os.open("events.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o644, dir_fd=fds[-1])
+            except OSError as exc:
+                fail(f"the run's directory {self.run_id} cannot be made", exc)
+        finally:
+            for fd_ in fds:
+                os.close(fd_)
+        self.dir = logs / self.run_id
         self.path = self.dir / "events.jsonl"
-        self.file = open(self.path, "a", encoding="utf-8")
+        self.file = os.fdopen(fd, "a", encoding="utf-8")
+        self.closed = False
 
     def write(self, event: str, **fields) -> None:
         record = {"t_ms": round((time.monotonic() - self.started) * 1000, 3), "event": event, **fields}
@@ -167,7 +247,56 @@ class RunLog:
         self.file.flush()
 
     def close(self) -> None:
+        self.closed = True
         self.file.close()
+
+
+def start_fields(options: "PSOptions") -> dict:
+    """The options a run log's ``start`` event records."""
+    return {k: v for k, v in vars(options).items() if k not in ("project", "approve", "run_log")}
+
+
+def log_unstarted_run(log: RunLog, options: dict, result) -> None:
+    """The run log of a script that never started (a syntax error): start, error, end."""
+    log.write("start", options=start_fields(PSOptions(**options)))
+    log.write("error", kind=result.error_kind, line=result.error_line, column=result.error_column,
+              message=(result.error or "").splitlines()[0] if result.error else "")
+    log.write("end", exit_code=result.exit_code, steps=0, tool_calls=0)
+    log.close()
+
+
+class OpDeadline:
+    """When the op being served must stop: the earlier of the run's --max-time and the
+    worker's earliest pending `timeout` block (``block_at``, set per op). The handlers ask
+    ``left()`` and raise ``expired(what)``: a spent --max-time budget (LimitError) or a
+    BlockDeadline (TimeoutError, the block's timeout in the worker)."""
+
+    def __init__(self, session: "PSSession") -> None:
+        self.session = session
+        self.block_at: float | None = None
+
+    def _earliest(self) -> tuple[float | None, str | None]:
+        o = self.session.options
+        budget_at = self.session.started + o.max_time_ms / 1000 if o.max_time_ms else None
+        if self.block_at is not None and (budget_at is None or self.block_at < budget_at):
+            return self.block_at, "block"
+        return budget_at, ("budget" if budget_at is not None else None)
+
+    def left(self) -> float | None:
+        """Seconds left (None: no deadline)."""
+        at, _ = self._earliest()
+        return None if at is None else at - time.monotonic()
+
+    def check(self, what: str) -> None:
+        left = self.left()
+        if left is not None and left <= 0:
+            raise self.expired(what)
+
+    def expired(self, what: str) -> ScriptError:
+        _, which = self._earliest()
+        if which == "budget":
+            self.session.stop_for_time(what)
+        return BlockDeadline(f"{what}: stopped at the deadline of the enclosing timeout block")
 
 
 # ---- the session -------------------------------------------------------------------------
@@ -187,14 +316,18 @@ class PSSession:
         self.options = options
         self.stdin = stdin if stdin is not None else sys.stdin
         self.stderr = stderr if stderr is not None else sys.stderr
-        self.started = time.monotonic()
-        self.policies = PolicyStack(options.allow_commands)
+        self.started = time.monotonic()  # restarted by ps.start: --max-time counts the script only
+        self.script_started = False
+        self.policies = PolicyStack(options.allow_commands, options.max_files_changed)
         self.tool_calls = 0
         self.steps = 0
         self.history: list[str] = []
         self.stopped: ScriptError | None = None  # a spent budget stays spent
         self.reports: list[dict] = []
-        self.log = RunLog(Path(options.project)) if options.project is not None else None
+        self.deadline = OpDeadline(self)
+        self.log = options.run_log
+        if self.log is None and options.project is not None:
+            self.log = RunLog(Path(options.project))
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
             "REPORT": self.report,
             "ASK_USER": self.ask_user,
@@ -204,11 +337,12 @@ class PSSession:
             from runtime.ps_actions import ProjectActions
 
             self.files = ProjectActions(Path(options.project), approve=options.approve,
-                                        write_approval=options.write_approval, time_left=self.time_left,
-                                        output_cap=options.output_cap)
+                                        write_approval=options.write_approval, deadline=self.deadline,
+                                        output_cap=options.output_cap, files_budget=options.max_files_changed,
+                                        stop=self.stop)
             self.actions.update(self.files.handlers())
         if self.log:
-            self.log.write("start", options={k: v for k, v in vars(options).items() if k not in ("project", "approve")})
+            self.log.write("start", options=start_fields(options))
 
     def event(self, event: str, **fields) -> None:
         if self.log:
@@ -222,17 +356,18 @@ class PSSession:
         o = self.options
         elapsed_ms = (time.monotonic() - self.started) * 1000
         if o.max_time_ms and elapsed_ms > o.max_time_ms:
-            self.stop(f"budget exceeded: --max-time {o.max_time_ms} ms (the script ran for {int(elapsed_ms)} ms)")
+            self.stop_for_time()
 
-    def time_left(self) -> float | None:
-        """Seconds left of --max-time (None: no limit)."""
-        if not self.options.max_time_ms:
-            return None
-        return self.options.max_time_ms / 1000 - (time.monotonic() - self.started)
+    def stop_for_time(self, what: str | None = None):
+        elapsed_ms = int((time.monotonic() - self.started) * 1000)
+        detail = f"; {what}" if what else ""
+        self.stop(f"budget exceeded: --max-time {self.options.max_time_ms} ms "
+                  f"(the script ran for {elapsed_ms} ms{detail})")
 
     def stop(self, message: str):
-        self.stopped = LimitError(message)
-        self.event("budget", message=message)
+        if self.stopped is None:
+            self.stopped = LimitError(message)
+            self.event("budget", message=message)
         raise self.stopped
 
     # -- handlers --
@@ -251,12 +386,22 @@ class PSSession:
         return table
 
     def op_start(self):
-        return {"max_steps": self.options.max_steps, "max_time_ms": self.options.max_time_ms}
+        if not self.script_started:  # once: a worker cannot restart the clock
+            self.script_started = True
+            self.started = time.monotonic()  # the script starts now: the worker's start-up is not counted
+        return {"max_steps": self.options.max_steps, "max_time_ms": self.options.max_time_ms,
+                "policy": self.policies.current, "files_changed": self.files_changed}
+
+    @property
+    def files_changed(self) -> int:
+        return len(self.files.changed) if self.files is not None else 0
 
     def op_steps(self, count: int):
+        o = self.options
+        if o.max_steps and count > o.max_steps:
+            self.steps = max(self.steps, o.max_steps)
+            self.stop(f"budget exceeded: --max-steps {o.max_steps} (the script executed {o.max_steps} statements)")
         self.steps = max(self.steps, count)
-        if self.options.max_steps and count > self.options.max_steps:
-            self.stop(f"budget exceeded: --max-steps {self.options.max_steps} (the worker reported {count})")
         self.check_budgets()
         return None
 
@@ -269,6 +414,16 @@ class PSSession:
             raise ActionError("event data must be JSON") from None
         if type(fields) is not dict:
             raise ActionError("event data must be an object")
+        if kind == "end":  # the worker's final step count (the run log's `end` event reports it)
+            if type(fields.get("steps")) is int:
+                self.steps = max(self.steps, fields["steps"])
+            return None
+        if kind == "budget":  # a budget the worker enforces itself (--max-time) ran out
+            message = str(fields.get("message", "budget exceeded"))[:500]
+            if self.stopped is None:
+                self.stopped = LimitError(message)
+                self.event("budget", line=line, message=message)
+            return None
         self.event(kind, line=line, **{str(k)[:40]: v for k, v in fields.items()})
         return None
 
@@ -314,11 +469,16 @@ class PSSession:
             self.stop(f"budget exceeded: --max-tool-calls {o.max_tool_calls} "
                       f"(action {self.tool_calls + 1}, {name}, refused)")
         self.tool_calls += 1
-        key = name + " " + _canonical(values)
-        self.history.append(key)
-        del self.history[:-LOOP_REPEATS]
-        if o.halt_on_loop and len(self.history) == LOOP_REPEATS and len(set(self.history)) == 1:
-            self.stop(f"loop detected: {name} with the same arguments {LOOP_REPEATS} times in a row (--halt-on-loop)")
+        self.history.append(name + " " + _canonical(values))
+        del self.history[:-LOOP_REPEATS * LOOP_MAX_CYCLE]
+        if o.halt_on_loop:
+            cycle = repeating_cycle(self.history)
+            if cycle == 1:
+                self.stop(f"loop detected: {name} with the same arguments {LOOP_REPEATS} times in a row (--halt-on-loop)")
+            if cycle:
+                names = ", ".join(key.split(" ", 1)[0] for key in self.history[-cycle:])
+                self.stop(f"loop detected: the same {cycle} actions ({names}) with the same arguments "
+                          f"{LOOP_REPEATS} times in a row (--halt-on-loop)")
 
     def _dispatch(self, name: str, values: dict, policy: dict):
         if name not in policy["allowActions"]:
@@ -329,23 +489,40 @@ class PSSession:
             raise ActionError(f"action {name} needs a project directory (--project DIR; run_script options project=...)")
         return handler(values, policy)
 
-    def op_action(self, name: str, args: str):
+    def _block_deadline(self, deadline_ms: int) -> None:
+        if type(deadline_ms) is not int or deadline_ms < 0:
+            raise ActionError("deadline_ms must be a non-negative integer")
+        self.deadline.block_at = time.monotonic() + deadline_ms / 1000 if deadline_ms else None
+
+    def op_action(self, name: str, args: str, deadline_ms: int = 0):
         self.check_budgets()
         values = self._parse_action(name, args)
-        self._admit(name, values)
-        policy = self.policies.current
-        started = time.monotonic()
+        self._block_deadline(deadline_ms)
         try:
-            value, printed = self._dispatch(name, values, policy)
-        except ScriptError as exc:
-            self.trace(name, values, f"error: {exc}", started)
-            self.event("action", action=name, args=values, ok=False, error=str(exc))
-            raise
+            self._admit(name, values)
+            policy = self.policies.current
+            started = time.monotonic()
+            try:
+                self.deadline.check(name)
+                value, printed = self._dispatch(name, values, policy)
+            except ScriptError as exc:
+                self.trace(name, values, f"error: {exc}", started)
+                self.event("action", action=name, args=values, ok=False, error=str(exc))
+                raise
+        finally:
+            self.deadline.block_at = None
         self.trace(name, values, "ok", started)
         self.event("action", action=name, args=values, ok=True, value=value)
-        return {"value": value, "print": printed}
+        return {"value": value, "print": printed, "files_changed": self.files_changed}
 
-    def op_parallel(self, items: str, max: int, fail_fast: bool):
+    def op_parallel(self, items: str, max: int, fail_fast: bool, deadline_ms: int = 0):
+        self._block_deadline(deadline_ms)
+        try:
+            return self._parallel(items, max, fail_fast)
+        finally:
+            self.deadline.block_at = None
+
+    def _parallel(self, items: str, max: int, fail_fast: bool):
         """parallel(): READ_FILE / SEARCH items, run in windows of ``max`` threads, in input order.
 
         Each window's items are counted (budget, loop detector) before it starts, so with
@@ -382,8 +559,8 @@ class PSSession:
             try:
                 value, _printed = self._dispatch(name, values, policy)
                 return True, value, started
-            except LimitError:
-                raise
+            except (LimitError, BlockDeadline):
+                raise  # a spent budget or the block's deadline stops the whole batch
             except ScriptError as exc:
                 return False, exc, started
 
@@ -391,6 +568,7 @@ class PSSession:
         with ThreadPoolExecutor(max_workers=max) as pool:
             for low in range(0, len(parsed), max):
                 window = parsed[low: low + max]
+                self.deadline.check("parallel")
                 for name, values in window:
                     self.check_budgets()
                     self._admit(name, values)
@@ -461,8 +639,8 @@ class PSSession:
         for i, choice in enumerate(choices, 1):
             print(f"  {i}. {choice}", file=self.stderr)
         print("> ", end="", file=self.stderr, flush=True)
-        left = self.time_left()
-        if left is not None:  # the wait for an answer obeys --max-time
+        left = self.deadline.left()
+        if left is not None:  # the wait for an answer obeys --max-time and the timeout block
             import select
 
             try:
@@ -470,8 +648,8 @@ class PSSession:
             except (OSError, ValueError, TypeError):
                 ready = [self.stdin]
             if not ready:
-                self.stop(f"budget exceeded: --max-time {self.options.max_time_ms} ms "
-                          "(no answer to ASK_USER in time)")
+                print(file=self.stderr)
+                raise self.deadline.expired("no answer to ASK_USER in time")
         answer = self.stdin.readline()
         if not answer:
             raise ActionError("ASK_USER: no answer (end of input)")
@@ -483,7 +661,7 @@ class PSSession:
     # -- end of run --
 
     def finish(self, result) -> None:
-        if self.log is None:
+        if self.log is None or self.log.closed:
             return
         fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls}
         if result.error:
@@ -491,6 +669,19 @@ class PSSession:
                            column=result.error_column, message=result.error.splitlines()[0])
         self.log.write("end", **fields)
         self.log.close()
+
+
+def repeating_cycle(history: list[str]) -> int:
+    """The length (1..LOOP_MAX_CYCLE) of a block of calls that ends ``history`` and repeats
+    LOOP_REPEATS times in a row (A,A,A or A,B,A,B,A,B), or 0."""
+    for period in range(1, LOOP_MAX_CYCLE + 1):
+        span = period * LOOP_REPEATS
+        if len(history) < span:
+            break
+        tail = history[-span:]
+        if all(tail[i] == tail[i - period] for i in range(period, span)):
+            return period
+    return 0
 
 
 def promptscript_handlers(service=None, **options) -> Handlers:

@@ -13,14 +13,22 @@ the readable part too: the write list handed to derive is allowWrite intersected
 allowRead, so ``allowRead: ["src"]`` alone also keeps writes inside src.
 
 Limits of the policy in force: ``maxFileBytes`` refuses reading, writing or patching a file
-larger than it (SEARCH skips such files); ``allowCommands`` is RUN_CMD's allowlist (the
-program name as the script writes it, resolved on the broker's PATH). Every denial names
-what is allowed. The run log directory ``.ps-runs`` is never writable by scripts.
+larger than it (SEARCH skips such files); ``maxFilesChanged`` caps the distinct files the run
+writes or patches (``files_budget``, from --max-files-changed, is the run's own cap: reaching
+it spends a budget; a narrower policy cap is a policy denial); ``allowCommands`` is RUN_CMD's
+allowlist (the program name as the script writes it, resolved on the broker's PATH). Every
+denial names what is allowed, exactly (readable: allowRead; writable: allowWrite within
+allowRead). The run log directory ``.ps-runs`` is never writable by scripts.
+
+Time: ``deadline`` (runtime.promptscript.OpDeadline) says when the op must stop: SEARCH checks
+it per directory and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
+is a spent --max-time budget or the worker's `timeout` block, whichever came first.
 """
 
 from __future__ import annotations
 
 import codecs
+import math
 import os
 import shutil
 import stat as statmod
@@ -31,7 +39,7 @@ from typing import Callable
 from runtime import safeio
 from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
 from runtime.files import glob_to_regex
-from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, run_command
+from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
 from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.sandbox import Mount, Sandbox, SandboxConfig, vstr
 from runtime.toolset import FileSystemToolset, os_error
@@ -75,18 +83,44 @@ def _shown_list(values) -> str:
     return ", ".join(values) if values else "none"
 
 
+def minimal_paths(paths) -> list[str]:
+    """Policy paths without those inside another one of the list ("src", "src/a" -> "src")."""
+    from runtime.promptscript import _under
+
+    unique = sorted(set(paths))
+    return [p for p in unique if not any(q != p and _under(p, q) for q in unique)]
+
+
+def glob_matcher(glob: str):
+    """A glob without '/' matches a file's name at any depth ("*.py" matches "src/a.py", as in
+    ripgrep and .gitignore); a glob with '/' matches the whole project-relative path, from the
+    project root ("src/*.py", "**/test_*.py"; a leading '/' changes nothing: "/*.md")."""
+    if "/" in glob:
+        pattern = glob_to_regex(glob.lstrip("/"))
+        return lambda rel: pattern.match(rel) is not None
+    pattern = glob_to_regex(glob)
+    return lambda rel: pattern.match(rel.rsplit("/", 1)[-1]) is not None
+
+
 class ProjectActions:
     def __init__(self, project: Path, *, approve: Callable[[str], bool] | None = None,
-                 write_approval: bool = True, time_left: Callable[[], float | None] = lambda: None,
-                 output_cap: int = DEFAULT_OUTPUT_CAP) -> None:
+                 write_approval: bool = True, deadline=None, output_cap: int = DEFAULT_OUTPUT_CAP,
+                 files_budget: int | None = None, stop: Callable[[str], None] | None = None) -> None:
         self.project = Path(project).resolve()
         config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
                                              write_approval=write_approval)])
         self.sandboxes: list[Sandbox] = [Sandbox(config)]
         self.approve = approve
         self.approved: set[str] = set()  # approvals are remembered for the run
-        self.time_left = time_left
+        self.deadline = deadline if deadline is not None else _NoDeadline()
         self.output_cap = output_cap
+        self.changed: set[str] = set()  # project-relative paths written or patched by the run
+        self.files_budget = files_budget
+
+        def refuse(message: str):
+            raise LimitError(message)
+
+        self.stop = stop or refuse
 
     # -- scopes --
 
@@ -119,8 +153,39 @@ class ProjectActions:
     # -- helpers --
 
     def _denied(self, action: str, exc: SandboxError, policy: dict) -> SandboxError:
-        return type(exc)(f"{action}: {exc} (policy allowRead: {_shown_list(policy['allowRead'])}; "
-                         f"allowWrite: {_shown_list(policy['allowWrite'])})")
+        """The sandbox's reason, then exactly what the policy in force allows (the Sandbox's own
+        list repeats a path both readable and writable, and a write rule it cannot use)."""
+        from runtime.promptscript import _intersect_paths
+
+        message = str(exc)
+        cut = [i for i in (message.find(" Readable: "), message.find(" Writable: ")) if i >= 0]
+        if not cut:
+            return type(exc)(f"{action}: {message}")
+        readable = minimal_paths(policy["allowRead"])
+        writable = minimal_paths(_intersect_paths(policy["allowRead"], policy["allowWrite"]))
+
+        def shown(paths, nothing):
+            return ", ".join("/" if p == "." else "/" + p for p in paths) if paths else nothing
+
+        return type(exc)(f"{action}: {message[:min(cut)]} Readable: {shown(readable, 'nothing')}. "
+                         f"Writable: {shown(writable, 'nothing (read-only)')}.")
+
+    def _no_trailing_slash(self, action: str, path: str) -> None:
+        if path.endswith("/") and path.strip("/"):
+            raise ActionArgError(f"{action}: the path {path[:200]!r} ends with '/', which names a "
+                                 "directory; give a file path")
+
+    def _count_change(self, action: str, rel: str, policy: dict) -> None:
+        """Refuse a write that would make one distinct changed file too many."""
+        limit = policy.get("maxFilesChanged")
+        if limit is None or rel in self.changed or len(self.changed) < limit:
+            return
+        so_far = sorted(self.changed)
+        shown = ", ".join(so_far[:5]) + (", ..." if len(so_far) > 5 else "") if so_far else "none"
+        detail = f"{action} {rel} would be changed file {len(so_far) + 1}; changed so far: {shown}"
+        if self.files_budget is not None and limit >= self.files_budget:
+            self.stop(f"budget exceeded: --max-files-changed {self.files_budget} ({detail})")
+        raise SandboxError(f"{action}: policy maxFilesChanged {limit} denies changing {rel} ({detail})")
 
     def _toolset(self, sb: Sandbox) -> FileSystemToolset:
         toolset = FileSystemToolset(sb, approve=self.approve)
@@ -175,6 +240,7 @@ class ProjectActions:
             os.close(fd)
 
     def _check_writable(self, action: str, sb: Sandbox, path: str, policy: dict) -> str:
+        self._no_trailing_slash(action, path)
         vpath = self._vpath(path)
         try:
             parts = Sandbox.split(vpath)
@@ -195,12 +261,14 @@ class ProjectActions:
         cap = policy["maxFileBytes"]
         if len(data) > cap:
             raise SandboxError(f"{action}: {len(data)} bytes for {path}; the policy's maxFileBytes is {cap}")
+        self._count_change(action, path, policy)
         try:
             self._toolset(sb).write(self._vpath(path), content)
         except ApprovalDeniedError as exc:
             raise ApprovalDeniedError(f"{action}: {exc}") from None
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
+        self.changed.add(path)
         return len(data)
 
     # -- the actions --
@@ -213,6 +281,7 @@ class ProjectActions:
         limit = a.get("maxBytes", DEFAULT_READ_BYTES)
         if limit < 0:
             raise ActionArgError("READ_FILE: maxBytes must be a non-negative integer")
+        self._no_trailing_slash("READ_FILE", a["path"])
         data, _size, _shown = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)
         # Cut at maxBytes on a character boundary (an incomplete last character is left out).
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False), None
@@ -278,7 +347,7 @@ class ProjectActions:
 
     def _files(self, sb: Sandbox, globs: list, deadline_check) -> list[str]:
         """Project-relative paths of the regular files the scope may read, sorted."""
-        patterns = [glob_to_regex(g) for g in globs]
+        patterns = [glob_matcher(g) for g in globs]
         out: list[str] = []
         root = str(self.project)
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -295,7 +364,7 @@ class ProjectActions:
                 except OSError:
                     continue
                 rel = rel_dir + name
-                if patterns and not any(p.match(rel) for p in patterns):
+                if patterns and not any(match(rel) for match in patterns):
                     continue
                 if not sb.can_read("/" + rel):
                     continue
@@ -324,9 +393,9 @@ class ProjectActions:
         started = time.monotonic()
 
         def deadline_check():
-            left = self.time_left()
+            left = self.deadline.left()
             if left is not None and left <= 0:
-                raise LimitError(f"SEARCH: stopped by the run's --max-time after {int((time.monotonic() - started) * 1000)} ms")
+                raise self.deadline.expired(f"SEARCH was stopped after {int((time.monotonic() - started) * 1000)} ms")
 
         files = self._files(sb, globs, deadline_check)
         if not query:
@@ -372,15 +441,32 @@ class ProjectActions:
             raise ActionArgError(f"RUN_CMD: timeoutMs must be an integer from 1 to {MAX_CMD_TIMEOUT_MS}")
         if any("\x00" in x for x in [cmd, *argv]) or len(argv) > 1000:
             raise ActionArgError("RUN_CMD: arguments cannot contain NUL characters (and at most 1000 of them)")
-        left = self.time_left()
-        if left is not None:
-            if left <= 0:
-                raise LimitError("RUN_CMD: no time left in the run's --max-time")
-            timeout_ms = min(timeout_ms, max(1, int(left * 1000)))
         program = shutil.which(cmd)
         if program is None:
             raise ScriptError(f"RUN_CMD: {cmd[:80]!r} is allowed but not found on the PATH")
-        value = run_command(os.path.abspath(program), list(argv), cwd=str(self.project),
-                            timeout_s=timeout_ms / 1000, shown=" ".join([cmd, *argv])[:200],
-                            output_cap=self.output_cap)
+        shown = " ".join([cmd, *argv])[:200]
+        capped = False  # lowered to the run's --max-time or the enclosing timeout block
+        left = self.deadline.left()
+        if left is not None:
+            if left <= 0:
+                raise self.deadline.expired(f"RUN_CMD {shown} was not started")
+            if left * 1000 < timeout_ms:
+                timeout_ms, capped = max(1, math.ceil(left * 1000)), True
+        try:
+            value = run_command(os.path.abspath(program), list(argv), cwd=str(self.project),
+                                timeout_s=timeout_ms / 1000, shown=shown, output_cap=self.output_cap)
+        except CommandTimeout:
+            if capped:
+                raise self.deadline.expired(f"RUN_CMD {shown} was killed (its whole process group)") from None
+            raise
         return value, None
+
+
+class _NoDeadline:
+    """ProjectActions without a session: no time limit."""
+
+    def left(self):
+        return None
+
+    def check(self, what: str) -> None:
+        return None

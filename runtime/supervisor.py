@@ -26,6 +26,7 @@ from runtime.broker import Broker
 from sandbox_worker import protocol
 
 MEMORY_POLL_SECONDS = 0.05
+MAX_CPU_SECONDS = 10 ** 8  # the CPU rlimit of a run without a wall clock
 DIAGNOSTICS_BYTES = 16 * 1024
 # Replies written but not yet read by the worker: past this, the worker is flooding calls.
 MAX_PENDING_REPLY_BYTES = 2 * protocol.MAX_REPLY_BYTES
@@ -35,7 +36,7 @@ MAX_PENDING_REPLY_BYTES = 2 * protocol.MAX_REPLY_BYTES
 class Limits:
     """Resource limits of one run (documented defaults; the CLI and the API expose each)."""
 
-    timeout: float = 60.0  # wall clock, seconds
+    timeout: float = 60.0  # wall clock, seconds (math.inf: none, e.g. a .ps run with --max-time 0)
     memory_mb: int = 256  # address space of the worker, and its resident size as watched
     max_output: int = 1_000_000  # bytes of script output
 
@@ -43,7 +44,7 @@ class Limits:
         return {
             "memory_bytes": self.memory_mb << 20,
             # The wall clock is the real limit; CPU time is a backstop if the broker is stalled.
-            "cpu_seconds": max(1, int(self.timeout) + 2),
+            "cpu_seconds": max(1, int(min(self.timeout, MAX_CPU_SECONDS)) + 2),
         }
 
 

@@ -82,12 +82,19 @@ OPS: dict[str, dict[str, str]] = {
     "fs.list_directory": {"path": STR},
     "fs.find_files": {"path": STR, "recursive": BOOL, "glob": STR},
     # PromptScript (runtime/promptscript.py serves these; JSON values travel as strings).
-    "ps.start": {},  # -> {max_steps, max_time_ms}: the budgets the worker enforces itself
+    # -> {max_steps, max_time_ms, policy, files_changed}: the budgets the worker enforces
+    # itself and the base policy (for the runtime variables)
+    "ps.start": {},
     "ps.steps": {"count": INT},  # the step counter, reported every few thousand steps
-    "ps.action": {"name": STR, "args": JSON_TEXT},  # apply(): -> {"value": any, "print": str|null}
-    "ps.parallel": {"items": JSON_TEXT, "max": INT, "fail_fast": BOOL},  # -> [{ok, value} | {ok, error}]
+    # apply(): -> {"value": any, "print": str|null, "files_changed": int}. deadline_ms: the time
+    # left in the earliest pending `timeout` block (0: none); the broker stops there with a
+    # TimeoutError, which the worker turns into that block's timeout.
+    "ps.action": {"name": STR, "args": JSON_TEXT, "deadline_ms": INT},
+    "ps.parallel": {"items": JSON_TEXT, "max": INT, "fail_fast": BOOL, "deadline_ms": INT},  # -> [{ok, value} | {ok, error}]
     "ps.scope": {"change": STR, "policy": STR, "line": INT},  # with policy: "enter" | "exit"
-    "ps.event": {"kind": STR, "line": INT, "data": STR},  # a run-log event (retry, timeout)
+    # a run-log event: retry, timeout, block_start, block_end, budget (a budget the worker
+    # enforces ran out), end (data {steps}: the final step count; not logged itself)
+    "ps.event": {"kind": STR, "line": INT, "data": STR},
 }
 
 # Ops of PromptScript runs (never in a FilesDSL run's handler table).

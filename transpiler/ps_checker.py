@@ -4,6 +4,9 @@ Each rule says its decision:
   * Deny a name that is read but never defined (not a built-in, never assigned, def'd,
     class'd, a loop variable or a parameter anywhere in the script).
   * Deny assigning, def'ing or class'ing a built-in's name.
+  * Deny binding a runtime variable (allowed_actions, files_changed, ...) in any way
+    (assignment, def, class, loop variable, parameter), or modifying one through a member
+    or an index: they are read-only.
   * Deny break/continue outside a loop, or leaving a retry block or a def.
   * Deny return outside a def.
   * Deny a method without a first parameter (self).
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from . import ps_ast as A
 from .errors import DSLError
-from .ps_surface import BUILTINS, LATER_BUILTINS
+from .ps_surface import BUILTINS, LATER_BUILTINS, RUNTIME_VARS
 
 
 def _defined(module: A.Module) -> set[str]:
@@ -32,6 +35,9 @@ def _defined(module: A.Module) -> set[str]:
 
 
 def _check_binding(name: str, node: A.Node) -> None:
+    if name in RUNTIME_VARS:
+        raise DSLError(f"'{name}' is a runtime variable (read-only) and cannot be assigned",
+                       node.line, node.col)
     if name in BUILTINS:
         raise DSLError(f"'{name}' is a built-in and cannot be redefined", node.line, node.col)
 
@@ -49,6 +55,12 @@ class _Checker:
             if isinstance(s.target, A.Name):
                 _check_binding(s.target.id, s.target)
             else:
+                root = s.target
+                while isinstance(root, (A.Attr, A.Index)):
+                    root = root.obj
+                if isinstance(root, A.Name) and root.id in RUNTIME_VARS:
+                    raise DSLError(f"'{root.id}' is a runtime variable (read-only) and cannot be "
+                                   "modified", root.line, root.col)
                 self.expr(s.target)
             self.expr(s.value)
         elif isinstance(s, A.ExprStmt):
@@ -70,12 +82,14 @@ class _Checker:
             pass
         elif isinstance(s, A.FunctionDef):
             _check_binding(s.name, s)
+            self._params(s)
             self.stmts(s.body, False, True)
         elif isinstance(s, A.ClassDef):
             _check_binding(s.name, s)
             for m in s.methods:
                 if not m.params:
                     raise DSLError(f"method '{m.name}' needs a first parameter (self)", m.line, m.col)
+                self._params(m)
                 self.stmts(m.body, False, True)
         elif isinstance(s, A.If):
             for clause in (s, *s.elifs):
@@ -103,8 +117,17 @@ class _Checker:
         else:
             raise DSLError(f"internal error: cannot check {type(s).__name__}", s.line or 1, s.col or 1)
 
+    @staticmethod
+    def _params(f: A.FunctionDef) -> None:
+        for p in f.params:
+            if p in RUNTIME_VARS:
+                raise DSLError(f"'{p}' is a runtime variable (read-only) and cannot be a parameter",
+                               f.line, f.col)
+
     def expr(self, e: A.Node) -> None:
         for node in A.walk(e):
+            if isinstance(node, A.Name) and node.id in RUNTIME_VARS:
+                continue
             if isinstance(node, A.Name) and node.id not in BUILTINS and node.id not in self.defined:
                 if node.id in LATER_BUILTINS:
                     raise DSLError(f"'{node.id}' is not available yet (calls to a language model "

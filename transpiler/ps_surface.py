@@ -9,6 +9,12 @@ from __future__ import annotations
 # Functions a script may call by bare name. The worker supplies each as a global.
 BUILTINS: frozenset[str] = frozenset({"log", "len", "range", "apply", "parallel"})
 
+# Read-only variables the runtime keeps up to date (spec: "Guards con variables del runtime").
+# Reading one gives its current value; assigning or modifying one is a compile-time error.
+RUNTIME_VARS: frozenset[str] = frozenset(
+    {"allowed_actions", "allowed_commands", "files_changed", "max_files_changed"}
+)
+
 # Built-ins of the language that reach a language model: a later release.
 LATER_BUILTINS: frozenset[str] = frozenset(
     {"LLMClient", "run_agent", "plan", "do", "decide", "judge", "summarize"}
@@ -17,8 +23,9 @@ LATER_BUILTINS: frozenset[str] = frozenset(
 # Names the generated code uses; the worker supplies them; a script can never name them
 # (every name starting with "ps_" is refused by the parser).
 RUNTIME_HELPERS: frozenset[str] = frozenset({
-    "ps_step", "ps_add", "ps_eq", "ps_ne", "ps_lt", "ps_le", "ps_gt", "ps_ge", "ps_in",
-    "ps_not_in", "ps_guard", "ps_policy", "ps_retry", "ps_timeout", "ps_make_class",
+    "ps_main", "ps_step", "ps_add", "ps_sub", "ps_mul", "ps_div", "ps_mod", "ps_neg", "ps_eq",
+    "ps_ne", "ps_lt", "ps_le", "ps_gt", "ps_ge", "ps_in", "ps_not_in", "ps_guard", "ps_policy",
+    "ps_retry", "ps_timeout", "ps_make_class", "ps_var", "ps_range_iter",
 })
 
 # The actions apply() dispatches to (spec: "Acciones del LLM").

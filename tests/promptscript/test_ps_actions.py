@@ -115,7 +115,7 @@ def test_write_content_larger_than_a_wire_string(project):
         validate_call({"op": "ps.scope", "a": {"change": "enter", "policy": "x" * (MAX_STRING_CHARS + 1), "line": 1}},
                       protocol.PS_OPS)
     with pytest.raises(RequestDenied, match="must be a string of JSON text"):
-        validate_call({"op": "ps.action", "a": {"name": "READ_FILE", "args": {}}}, protocol.PS_OPS)
+        validate_call({"op": "ps.action", "a": {"name": "READ_FILE", "args": {}, "deadline_ms": 0}}, protocol.PS_OPS)
 
 
 def test_run_log_directory_is_not_writable(project):
@@ -196,10 +196,10 @@ with policy { allowRead: ["src"], allowWrite: [] }:
     r = ps(script, project)
     assert r.exit_code == 1 and r.output.splitlines() == ["[ps] 2", "[ps] 2"]
     assert r.error_kind == "SandboxError"
-    assert "'/README.md' is not in the sandbox" in r.error and "Readable: /src" in r.error
-    assert "policy allowRead: src; allowWrite: none" in r.error
+    assert ("READ_FILE: path '/README.md' is not in the sandbox. Readable: /src. "
+            "Writable: nothing (read-only).\n") in r.error
     r = ps('with policy { allowWrite: ["out"] }:\n  apply("WRITE_FILE", { path: "src/x.py", content: "" })\n', project)
-    assert r.exit_code == 1 and "it is read-only here. Writable: /out" in r.error and "allowWrite: out" in r.error
+    assert r.exit_code == 1 and "it is read-only here. Readable: /. Writable: /out.\n" in r.error
     r = ps('with policy { allowWrite: ["out"] }:\n  apply("WRITE_FILE", { path: "out/x.py", content: "" })\n'
            'apply("WRITE_FILE", { path: "src/x.py", content: "" })\n', project)
     assert r.exit_code == 0, r.error  # the outer scope is back after the block
@@ -207,7 +207,12 @@ with policy { allowRead: ["src"], allowWrite: [] }:
            '  apply("WRITE_FILE", { path: "src/ok.py", content: "" })\n'
            '  apply("WRITE_FILE", { path: "notes.txt", content: "" })\n', project)
     assert r.exit_code == 1 and r.output.splitlines() == ["[ps] 3"]  # app.py, util.py, x.py
-    assert "Writable: /src" in r.error and (project / "notes.txt").read_text() == "nothing here\n"
+    # exact: each path once, and the writes really allowed (allowWrite "." within allowRead "src")
+    assert "Readable: /src. Writable: /src.\n" in r.error
+    assert (project / "notes.txt").read_text() == "nothing here\n"
+    r = ps('with policy { allowRead: ["src", "src/a", "README.md"], allowWrite: ["src/a", "out"] }:\n'
+           '  apply("READ_FILE", { path: "notes.txt" })\n', project)
+    assert "Readable: /README.md, /src. Writable: /src/a.\n" in r.error
 
 
 @pytest.mark.parametrize("action, args", [
@@ -383,3 +388,52 @@ def test_files_example_runs_on_a_scratch_copy(tmp_path):
     assert "[ps] REPORT: greeter speaks Spanish" in proc.stdout.splitlines()
     status = subprocess.run(["git", "status", "--porcelain", "examples"], cwd=REPO, capture_output=True, text=True)
     assert status.stdout == ""  # the example never touches the repository's copy
+
+
+# ---- files changed, trailing slashes, glob convention ---------------------------------------
+
+def test_max_files_changed_policy_is_a_denial_and_the_cli_cap_a_budget(project):
+    r = ps('''
+with policy { maxFilesChanged: 1 }:
+  apply("WRITE_FILE", { path: "out/a.txt", content: "1" })
+  apply("WRITE_FILE", { path: "out/a.txt", content: "2" })
+  log(files_changed, max_files_changed)
+  retry 3:
+    apply("PATCH_FILE", { path: "src/util.py", old: "X", new: "Y" })
+''', project)
+    assert r.exit_code == 1 and r.error_kind == "SandboxError" and r.output == "[ps] 1 1\n"
+    assert ("PATCH_FILE: policy maxFilesChanged 1 denies changing src/util.py (PATCH_FILE src/util.py would be "
+            "changed file 2; changed so far: out/a.txt)") in r.error
+    assert (project / "src" / "util.py").read_text() == "X = 1  # TODO later\n"
+    r = ps('''
+with policy { maxFilesChanged: 1 }:
+  apply("WRITE_FILE", { path: "a.txt", content: "1" })
+apply("PATCH_FILE", { path: "a.txt", old: "1", new: "2" })
+apply("WRITE_FILE", { path: "b.txt", content: "1" })
+log(files_changed)
+apply("WRITE_FILE", { path: "c.txt", content: "1" })
+''', project, max_files_changed=2)
+    assert r.exit_code == 1 and r.error_kind == "LimitError" and r.output == "[ps] 2\n"
+    assert ("budget exceeded: --max-files-changed 2 (WRITE_FILE c.txt would be changed file 3; "
+            "changed so far: a.txt, b.txt)") in r.error
+    assert not (project / "c.txt").exists() and (project / "a.txt").read_text() == "2"
+
+
+def test_a_path_ending_in_a_slash_is_refused(project):
+    for call in ('apply("WRITE_FILE", { path: "new/", content: "x" })',
+                 'apply("PATCH_FILE", { path: "notes.txt/", old: "n", new: "N" })',
+                 'apply("READ_FILE", { path: "notes.txt/" })'):
+        r = ps(call + "\n", project)
+        assert r.exit_code == 1 and r.error_kind == "RuntimeError", r.error
+        assert "ends with '/', which names a directory; give a file path" in r.error
+    assert not (project / "new").exists() and (project / "notes.txt").read_text() == "nothing here\n"
+
+
+def test_a_glob_without_a_slash_matches_names_at_any_depth(project):
+    (project / "src" / "deep").mkdir()
+    (project / "src" / "deep" / "x.py").write_text("TODO deep\n")
+    r = ps('for h in apply("SEARCH", { query: "TODO", globs: ["*.py"] }):\n  log(h.path)\n'
+           'for h in apply("SEARCH", { globs: ["util.*", "src/*.py"] }):\n  log("b", h.path)\n'
+           'for h in apply("SEARCH", { globs: ["/*.md", "deep/*.py"] }):\n  log("c", h.path)\n', project)
+    assert logged(r) == ["src/app.py", "src/deep/x.py", "src/util.py",
+                         "b src/app.py", "b src/util.py", "c README.md"]

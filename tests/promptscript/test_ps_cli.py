@@ -120,3 +120,71 @@ def test_hand_written_python_cannot_reach_underscore_members_through_the_guards(
         ps.guarded_write({}).__setattr__("__class__", 1)
     with pytest.raises(ps.PSError):
         ps.guarded_iter(object())
+
+
+# ---- the run log cannot be made: a clear usage error, never a traceback, never a followed link
+
+def test_run_log_in_a_plain_file_or_a_symlink_is_refused(tmp_path):
+    script = tmp_path / "x.ps"
+    script.write_text('log("ran")\n')
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / ".ps-runs").write_text("not a directory")
+    proc = fdsl("run", script, "--project", plain)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == f"fdsl: cannot create the run log in {plain}/.ps-runs: it is not a directory\n"
+    linked, outside = tmp_path / "linked", tmp_path / "outside"
+    linked.mkdir()
+    outside.mkdir()
+    (linked / ".ps-runs").symlink_to(outside)
+    proc = fdsl("run", script, "--project", linked)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "it is a symbolic link, and the run log never follows one" in proc.stderr
+    assert "Traceback" not in proc.stderr and list(outside.iterdir()) == []
+
+
+def test_run_log_where_nothing_can_be_made_is_a_usage_error(tmp_path):
+    script = tmp_path / "x.ps"
+    script.write_text('log("ran")\n')
+    proc = fdsl("run", script, cwd="/proc")  # --project defaults to the current directory
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("fdsl: cannot create the run log in /proc/.ps-runs: .ps-runs cannot be made (")
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_syntax_error_is_logged_as_a_run_that_never_started(tmp_path):
+    bad = tmp_path / "bad.ps"
+    bad.write_text("x = 1\nx = = 2\n")
+    proc = fdsl("run", bad, "--project", tmp_path)
+    assert proc.returncode == 1 and proc.stderr.startswith("SyntaxError: ")
+    (run_dir,) = (tmp_path / ".ps-runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events] == ["start", "error", "end"]
+    assert events[1]["kind"] == "SyntaxError" and events[1]["line"] == 2 and events[1]["column"] == 5
+    assert events[2]["exit_code"] == 1 and events[2]["steps"] == 0
+
+
+def test_help_names_both_languages():
+    proc = fdsl("run", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "FilesDSL (.fdsl) or PromptScript (.ps)" in text
+    assert "--max-files-changed" in text and "--max-time plus 5 s" in text
+    top = fdsl("--help")
+    assert "FilesDSL (.fdsl) and PromptScript (.ps)" in " ".join(top.stdout.split())
+
+
+def test_max_files_changed_on_the_command_line(tmp_path):
+    script = tmp_path / "w.ps"
+    script.write_text('guard max_files_changed <= 5\n'
+                      'for name in ["a.txt", "b.txt", "a.txt", "c.txt"]:\n'
+                      '  apply("WRITE_FILE", { path: name, content: "x" })\n  log(files_changed)\n')
+    proc = fdsl("run", script, "--project", tmp_path, "--yes", "--max-files-changed", "2")
+    assert proc.returncode == 1 and proc.stdout == "[ps] 1\n[ps] 2\n[ps] 2\n"
+    assert ("LimitError: budget exceeded: --max-files-changed 2 (WRITE_FILE c.txt would be changed file 3; "
+            "changed so far: a.txt, b.txt)") in proc.stderr
+    assert not (tmp_path / "c.txt").exists()
+    proc = fdsl("run", script, "--project", tmp_path, "--yes")
+    assert proc.returncode == 1 and "guard failed: max_files_changed <= 5 (line 1; max_files_changed is null" in proc.stderr
+    proc = fdsl("run", script, "--project", tmp_path, "--max-files-changed", "-1")
+    assert proc.returncode == 2 and "--max-files-changed cannot be negative" in proc.stderr

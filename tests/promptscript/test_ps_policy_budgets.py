@@ -237,10 +237,63 @@ timeout 20:
     (run_dir,) = (tmp_path / ".ps-runs").iterdir()
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     kinds = [e["event"] for e in events]
-    assert kinds == ["start", "retry", "scope_enter", "action", "scope_exit", "timeout", "error", "end"]
-    assert events[1]["line"] == 3 and "guard failed: n > 1" in events[1]["error"]
-    assert events[3]["action"] == "REPORT" and events[3]["ok"] is True
-    assert events[6]["line"] == 8 and events[-1]["exit_code"] == 1 and events[-1]["tool_calls"] == 1
+    assert kinds == ["start", "block_start", "retry", "block_end", "scope_enter", "action", "scope_exit",
+                     "block_start", "timeout", "block_end", "error", "end"]
+    assert events[1] == {**events[1], "block": "retry", "line": 3, "attempts": 2}
+    assert events[2]["line"] == 3 and "guard failed: n > 1" in events[2]["error"]
+    assert events[3] == {**events[3], "block": "retry", "line": 3, "outcome": "ok", "attempts_made": 2}
+    assert events[5]["action"] == "REPORT" and events[5]["ok"] is True
+    assert events[7] == {**events[7], "block": "timeout", "line": 8, "ms": 20}
+    assert events[9] == {**events[9], "block": "timeout", "line": 8, "outcome": "timeout"}
+    assert events[10]["line"] == 8 and events[-1]["exit_code"] == 1 and events[-1]["tool_calls"] == 1
+    assert events[-1]["steps"] >= 10  # 9 statements before the loop, then the loop's own
+
+
+def test_run_log_end_reports_the_real_step_count(tmp_path):
+    r = run_ps("for i in range(5):\n  x = i\n", project=tmp_path)
+    assert r.ok, r.error
+    (run_dir,) = (tmp_path / ".ps-runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events[-1] == {**events[-1], "event": "end", "exit_code": 0, "steps": 6}
+
+
+def test_run_log_blocks_that_succeed_or_fail_leave_start_and_end(tmp_path):
+    r = run_ps("""
+retry 3:
+  timeout 1000:
+    x = 1
+with policy { allowActions: ["REPORT"] }:
+  pass
+timeout 1000:
+  retry 2:
+    x = {}.nope
+""", project=tmp_path)
+    assert r.exit_code == 1
+    (run_dir,) = (tmp_path / ".ps-runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    blocks = [(e["event"], e.get("block"), e["line"], e.get("outcome")) for e in events
+              if e["event"] in ("block_start", "block_end", "scope_enter", "scope_exit")]
+    assert blocks == [
+        ("block_start", "retry", 2, None), ("block_start", "timeout", 3, None),
+        ("block_end", "timeout", 3, "ok"), ("block_end", "retry", 2, "ok"),
+        ("scope_enter", None, 5, None), ("scope_exit", None, 5, None),
+        ("block_start", "timeout", 7, None), ("block_start", "retry", 8, None),
+        ("block_end", "retry", 8, "error"), ("block_end", "timeout", 7, "error"),
+    ]
+    assert "object has no key 'nope'" in events[-3]["error"]
+
+
+@pytest.mark.parametrize("source,options,message", [
+    ("while true:\n  pass\n", {"max_steps": 500}, "--max-steps 500"),
+    ("while true:\n  pass\n", {"max_time_ms": 100}, "--max-time 100 ms"),
+])
+def test_budgets_the_worker_enforces_are_logged_as_budget(tmp_path, source, options, message):
+    r = run_ps(source, project=tmp_path, **options)
+    assert r.exit_code == 1 and r.error_kind == "LimitError" and message in r.error
+    (run_dir,) = (tmp_path / ".ps-runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events][-3:] == ["budget", "error", "end"]
+    assert message in events[-3]["message"] and events[-2]["kind"] == "LimitError"
 
 
 def test_broker_refuses_bad_worker_requests():
@@ -255,3 +308,34 @@ def test_broker_refuses_bad_worker_requests():
         session.op_event("made_up", 1, "{}")
     with pytest.raises(ScriptError):
         session.op_action("FORMAT_DISK", "{}")
+
+
+def test_halt_on_loop_catches_a_short_repeating_cycle():
+    source = """
+for i in range(10):
+  apply("REPORT", { message: "check" })
+  apply("REPORT", { message: "fix" })
+"""
+    r = run_ps(source, halt_on_loop=True)
+    assert r.exit_code == 1 and r.error_kind == "LimitError"
+    assert len(lines(r)) == 5  # A B A B A, and the sixth call (B) completes the third round
+    assert "loop detected: the same 2 actions (REPORT, REPORT) with the same arguments 3 times in a row" in r.error
+    assert run_ps(source).ok
+    r = run_ps('for i in range(4):\n  for m in ["a", "b", "c"]:\n    apply("REPORT", { message: m })\n', halt_on_loop=True)
+    assert r.exit_code == 1 and len(lines(r)) == 8 and "the same 3 actions" in r.error
+    # progress (different arguments each round) is not a loop
+    assert run_ps('for i in range(6):\n  apply("REPORT", { message: "a" })\n  apply("REPORT", { message: "b" + i })\n',
+                  halt_on_loop=True).ok
+
+
+def test_repeating_cycle_lengths():
+    from runtime.promptscript import repeating_cycle
+
+    assert repeating_cycle(list("AAA")) == 1
+    assert repeating_cycle(list("XABABAB")) == 2
+    assert repeating_cycle(list("ABCABCABC")) == 3
+    assert repeating_cycle(list("ABCDABCDABCD")) == 4
+    assert repeating_cycle(list("ABCDEABCDEABCDE")) == 0  # longer cycles are not looked for
+    assert repeating_cycle(list("ABABA")) == 0
+    assert repeating_cycle(list("AABAAB")) == 0
+    assert repeating_cycle([]) == 0

@@ -235,3 +235,111 @@ def test_runtime_error_is_located_in_a_function():
     r = run_ps("def f(x):\n  return x + null\n\ny = 1\nf([1])\n")
     assert r.exit_code == 1
     assert r.error_line == 2 and "cannot add null to array" in r.error
+
+
+def test_range_makes_a_real_array_and_a_for_over_range_builds_none():
+    r = run_ps("""
+x = range(3)
+x[0] = 5
+log(x, range(3) + [1], range(3) == [0, 1, 2], len(range(2, 9, 3)), 2 in range(3))
+log(range(0), range(3, 0, -1) == [3, 2, 1])
+n = 0
+for i in range(1000000000000):
+  n = n + 1
+  if n == 3:
+    break
+log(n, i)
+""")
+    assert r.ok, r.error
+    assert lines(r) == ["[ps] [5, 1, 2] [0, 1, 2, 1] true 3 true", "[ps] [] true", "[ps] 3 2"]
+    r = run_ps("x = range(1000000000000)\n")
+    assert r.exit_code == 1 and r.error_kind == "RuntimeError"
+    assert "range() as an array would hold 1000000000000 items (limit 1000000)" in r.error
+    assert "for i in range(...)" in r.error
+
+
+@pytest.mark.parametrize("source,message", [
+    ('apply("REPORT", {message: "m"}, 3)', "apply() takes a plan, or an action name and its args: 1 or 2 arguments (3 given)"),
+    ("len()", "len() takes 1 argument (0 given)"),
+    ("len([1], [2])", "len() takes 1 argument (2 given)"),
+    ("parallel()", "parallel() takes an array of items and an optional options object (0 arguments given)"),
+    ('x = 1 in "123"', "'in' a string needs a string on the left, not number"),
+    ('x = "k" in 5', "'in' needs an array, a string or an object on the right, not number"),
+    ('x = -"a"', "cannot negate string (unary - needs a number)"),
+    ("x = 5\nx()", "a number is not a function and cannot be called"),
+    ('x = "s"\nx(1)', "a string is not a function and cannot be called"),
+    ("class A:\n  def m(self):\n    return 1\na = A()\na()", "an instance is not a function and cannot be called"),
+    ("def f(a):\n  return a\nf(1, 2)", "f() takes 1 argument but 2 were given"),
+    ("def f(a, b):\n  return a\nf(1)", "f() is missing 1 argument: b"),
+    ("def f():\n  def g(a):\n    return a\n  return g()\nf()", "g() is missing 1 argument: a"),
+    ("x = 10\nfor i in range(14):\n  x = x * x\nlog(x)", "a number of more than 4300 digits cannot be turned into text"),
+    ("x = 10\nfor i in range(14):\n  x = x * x\ny = \"n\" + x", "a number of more than 4300 digits cannot be turned into text"),
+    ('x = 10\nfor i in range(14):\n  x = x * x\napply("REPORT", {message: "m", filesChanged: [x]})',
+     "REPORT: a number of more than 4300 digits cannot be sent to an action"),
+    ("x = 10\nfor i in range(12):\n  x = x * x\ny = x / 3", "number too large"),
+    ("x = 2 - true", "cannot subtract boolean from number"),
+    ("x = true * 3", "cannot multiply boolean by number"),
+    ("x = 6 / false", "cannot divide number by boolean"),
+    ('x = "%s" % 1', "cannot take string modulo number (% needs two numbers)"),
+    ("x = -true", "cannot negate boolean"),
+    ("x = 5 % 0", "division by zero"),
+    ("x = true < 2", "cannot compare boolean < number (only two numbers or two strings)"),
+    ("x = [1] < [2]", "cannot compare array < array (only two numbers or two strings)"),
+    ('x = "ab" * 2.5', "cannot multiply string by number"),
+    ('x = "ab" * 100000000', "string * 100000000 would hold 200000000 items (limit 10000000)"),
+])
+def test_errors_are_worded_in_promptscript_terms(source, message):
+    r = run_ps(source + "\n")
+    assert r.exit_code == 1 and r.error_kind == "RuntimeError", r.error
+    assert message in r.error, r.error
+    for python_word in ("positional", "object is not callable", "<locals>", "restricted_globals", "int_max_str_digits",
+                        "'int'", "'str'", "length()", "requires string"):
+        assert python_word not in r.error, r.error
+    assert r.error_line is not None
+
+
+def test_booleans_are_not_numbers_and_equality_is_by_type():
+    r = run_ps("""
+log(true == 1, 1 == true, false == 0, [true] == [1], {a: true} == {a: 1}, 1 in [true])
+log(1 == 1.0, [1, [2]] == [1.0, [2.0]], {a: [1]} == {a: [1]}, null == false, "1" in ["1"])
+log(1 in ["1"], [1] == ["1"], "a" != "b", true != 1, 2 in [1, 2.0])
+log("ab" * 2, [0] * 3, 3 * "x", 7 % 3, -7 % 3, 7.5 - 0.5)
+""")
+    assert r.ok, r.error
+    assert lines(r) == ["[ps] false false false false false false",
+                        "[ps] true true true false true",
+                        "[ps] false false true true true",
+                        "[ps] abab [0, 0, 0] xxx 1 2 7.0"]
+
+
+def test_runtime_variables_follow_the_policy_in_force():
+    r = run_ps("""
+guard "WRITE_FILE" in allowed_actions
+log(len(allowed_actions), allowed_commands, files_changed, max_files_changed)
+with policy { allowActions: ["READ_FILE", "REPORT"], allowCommands: ["git"], maxFilesChanged: 3 }:
+  log(allowed_actions, allowed_commands, max_files_changed)
+  copy = allowed_actions
+  copy[0] = "changed"
+  log(allowed_actions[0])
+  with policy { maxFilesChanged: 10 }:
+    log(max_files_changed)
+  guard "WRITE_FILE" in allowed_actions
+""", allow_commands=("git", "npm"))
+    assert r.exit_code == 1 and r.error_kind == "RuntimeError"
+    assert lines(r) == ['[ps] 7 ["git", "npm"] 0 null', '[ps] ["READ_FILE", "REPORT"] ["git"] 3',
+                        "[ps] READ_FILE", "[ps] 3"]
+    assert 'guard failed: "WRITE_FILE" in allowed_actions (line 11)' in r.error and r.error_line == 11
+
+
+def test_a_guard_on_a_null_limit_fails_as_a_guard_and_says_why():
+    r = run_ps("guard max_files_changed <= 5\n")
+    assert r.exit_code == 1 and r.error_kind == "RuntimeError" and r.error_line == 1
+    assert ("guard failed: max_files_changed <= 5 (line 1; max_files_changed is null: no limit on changed "
+            "files is set (--max-files-changed N, or a policy maxFilesChanged))") in r.error
+    assert run_ps("guard max_files_changed <= 5\n", max_files_changed=5).ok
+    r = run_ps("guard max_files_changed <= 5\n", max_files_changed=6)
+    assert r.exit_code == 1 and "guard failed: max_files_changed <= 5 (line 1)" in r.error
+    r = run_ps("x = null\nguard x > 1\n")
+    assert r.exit_code == 1 and "guard failed: x > 1 (line 2; null > number)" in r.error
+    r = run_ps("x = null\ny = x > 1\n")  # outside a guard it stays a comparison error
+    assert r.exit_code == 1 and "cannot compare null > number" in r.error

@@ -88,9 +88,25 @@ def test_class_is_compiled_away_without_underscore_names():
     assert "def ps_init(self):" in py and "'__init__': ps_init" in py
 
 
-def test_precedence_table_parenthesises_only_when_needed():
-    py = compile_script("a = 1\nb = 2\nx = (a - b) * -(a % b) / 2 - -a\n", lang="ps").python
-    assert "x = (a - b) * -(a % b) / 2 - -a" in py
+def emitted_statement(source: str) -> str:
+    """The Python statement the last line of ``source`` becomes (not its ``# L<n>:`` comment)."""
+    py = compile_script(source, lang="ps").python
+    return py.rstrip("\n").splitlines()[-1].strip().removeprefix("ps_step(); ")
+
+
+def test_operators_become_helper_calls_nested_as_the_precedence_says():
+    assert (emitted_statement("a = 1\nb = 2\nx = (a - b) * -(a % b) / 2 - -a\n")
+            == "x = ps_sub(ps_div(ps_mul(ps_sub(a, b), ps_neg(ps_mod(a, b))), 2), ps_neg(a))")
+    assert emitted_statement("x = -1 + -2.5\n") == "x = ps_add(-1, -2.5)"  # number literals stay
+    assert (emitted_statement("a = 1\nx = not (a or a) and a in [a] or a not in [1]\n")
+            == "x = not (a or a) and ps_in(a, [a]) or ps_not_in(a, [1])")
+    assert emitted_statement("x = files_changed + len(allowed_actions)\n") == \
+        "x = ps_add(ps_var('files_changed'), len(ps_var('allowed_actions')))"
+
+
+def test_for_over_range_iterates_lazily_and_range_elsewhere_is_an_array():
+    py = compile_script("for i in range(10):\n  x = range(3)\n", lang="ps").python
+    assert "for i in ps_range_iter(10):" in py and "x = range(3)" in py
 
 
 def _check_chunks(name):
