@@ -3,9 +3,11 @@
 # os: limits: the script did not finish
 # baseline: +interrupt => escaped
 # a bare except around a busy loop swallows an exception-based deadline and keeps running
-while True:
+survived = 0
+while survived < 3:
     try:
         while True:
             pass
     except:
-        print("ESCAPED: survived the interrupt")
+        survived = survived + 1
+print("ESCAPED: survived", survived, "interrupts")

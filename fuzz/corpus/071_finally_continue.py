@@ -3,10 +3,12 @@
 # os: limits: the script did not finish
 # baseline: +interrupt => escaped
 # `continue` in a finally block discards any exception, without naming a class
-while True:
+survived = 0
+while survived < 3:
     try:
         while True:
             pass
     finally:
-        print("ESCAPED: survived the interrupt")
+        survived = survived + 1
         continue
+print("ESCAPED: survived", survived, "interrupts")

@@ -4,10 +4,11 @@
 # baseline: +interrupt => escaped
 # `return` in a finally block of a function discards the exception; the function starts over
 def spin(rounds):
+    if rounds == 3:
+        return rounds
     try:
         while True:
             pass
     finally:
-        print("ESCAPED: survived the interrupt")
         return spin(rounds + 1)
-spin(0)
+print("ESCAPED: survived", spin(0), "interrupts")

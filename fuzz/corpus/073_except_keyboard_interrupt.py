@@ -3,9 +3,11 @@
 # os: limits: the script did not finish
 # baseline: -guards +interrupt => escaped
 # catching KeyboardInterrupt by name (evaluated only when something is raised)
-while True:
+survived = 0
+while survived < 3:
     try:
         while True:
             pass
     except KeyboardInterrupt:
-        print("ESCAPED: survived the interrupt")
+        survived = survived + 1
+print("ESCAPED: survived", survived, "interrupts")

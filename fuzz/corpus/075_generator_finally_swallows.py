@@ -2,14 +2,16 @@
 # stops: guards: cannot iterate over value
 # os: limits: the script did not finish
 # baseline: -guards +interrupt => escaped
-# a generator whose finally swallows what is thrown into it (an interrupt, GeneratorExit) and goes on
+# a generator whose finally swallows what is raised into it (an interrupt, GeneratorExit) and goes on
 def spin():
-    while True:
+    survived = 0
+    while survived < 3:
         try:
             while True:
-                yield 1
+                pass
         finally:
-            print("ESCAPED: survived the interrupt")
+            survived = survived + 1
             continue
-for x in spin():
-    pass
+    yield survived
+for count in spin():
+    print("ESCAPED: survived", count, "interrupts")
