@@ -411,8 +411,8 @@ def fuzz_corpus(budget_s: float = 0.0, seed: int = 0, jobs: int = 2, modes=("res
                 stats.count += 1
                 for mode, run in report.runs.items():
                     stats.note(f"{mode} runs")
-                    if mode == "restricted":
-                        stats.note(f"restricted: stopped by {run.layer}")
+                    stopped = "completed" if run.layer == "none" else f"stopped by {run.layer}"
+                    stats.note(f"{mode}: {run.verdict if mode == 'baseline' else stopped}")
                 for problem in report.problems:
                     stats.fail(problem)
                 if on_report is not None:
