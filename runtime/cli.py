@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
-from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script
+# Third-party pydantic plugins (logfire's, installed with the full pydantic-ai) are imported as
+# soon as a model is built and cost this command over a second at start; the CLI uses none.
+# Set PYDANTIC_DISABLE_PLUGINS to anything else (even empty) to keep them.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+
+from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script  # noqa: E402
 
 
 DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
@@ -28,6 +34,8 @@ def parse_mount(text: str) -> MountSpec:
     mode = "ro"
     if len(parts) == 3 and parts[2] in ("ro", "rw"):
         host, point, mode = parts
+    elif len(parts) == 3 and parts[1].startswith("/") and not parts[2].startswith("/"):
+        raise UsageError(f"--mount {text!r}: the mode must be ro or rw, not {parts[2]!r}")
     elif len(parts) >= 2:
         host, point = text.rsplit(":", 1)
     else:
@@ -42,7 +50,7 @@ def parse_mount(text: str) -> MountSpec:
 def add_sandbox_options(command) -> None:
     """--root, --mount, --config and --yes: the same for run, ls and find."""
     command.add_argument("--root", "--sandbox-root", dest="root", default=None,
-                         help="directory mounted at / (default: . unless --config is given)")
+                         help="directory mounted at / (default: . unless --config or --mount is given)")
     command.add_argument("--mount", action="append", default=[], metavar="HOST:/point[:ro|rw]", help="add a mount (repeatable)")
     command.add_argument("--config", default=None, metavar="sandbox.toml", help="mounts and their policy from a TOML file")
     command.add_argument("--yes", action="store_true", help="pre-approve every operation that needs approval")

@@ -1,4 +1,4 @@
-"""``fdslc SCRIPT [--emit | --check] [-o FILE]``: transpile a FilesDSL script.
+"""``fdslc SCRIPT [--emit | --check] [-o FILE]``: transpile a FilesDSL (.fdsl) or PromptScript (.ps) script.
 
 Exit codes: 0 success, 1 script error (formatted on stderr), 2 usage error (bad arguments, or
 the script cannot be read). Never prints a Python traceback.
@@ -15,9 +15,9 @@ from .errors import DSLError
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="fdslc", description="Transpile a FilesDSL script to RestrictedPython-ready Python."
+        prog="fdslc", description="Transpile a FilesDSL (.fdsl) or PromptScript (.ps) script to RestrictedPython-ready Python."
     )
-    p.add_argument("script", help="the .fdsl script to transpile")
+    p.add_argument("script", help="the .fdsl or .ps script to transpile")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--emit", action="store_true", help="print the generated Python (default)")
     mode.add_argument("--check", action="store_true", help="only validate; print 'ok'")
