@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.broker import Broker
+from runtime.errors import RunSetupError
 from runtime.files import FilesService
 from runtime.supervisor import Limits, run_worker
 from runtime.vfs import VirtualFS
@@ -106,7 +107,11 @@ def run_script(
     vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
     service = FilesService(vfs, deadline=deadline)
     # `options`: language options (PromptScript: runtime.promptscript.PSOptions fields).
-    handlers = LANGUAGE_HANDLERS[lang](service, **options) if options else LANGUAGE_HANDLERS[lang](service)
+    try:
+        handlers = LANGUAGE_HANDLERS[lang](service, **options) if options else LANGUAGE_HANDLERS[lang](service)
+    except RunSetupError as exc:
+        return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
+                         figures={"transpile_s": transpiled - wall_started})
     outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang, isolation=isolation)
 
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}

@@ -70,3 +70,8 @@ class EditError(SandboxError):
 
 class SandboxConfigError(ValueError):
     """A bad sandbox configuration: one line naming the field (`mounts[1].mount_point: ...`)."""
+
+
+class RunSetupError(Exception):
+    """A run cannot be set up: a problem of its options or of the machine, not of the script.
+    run_script returns it as a result with exit code 2 (a usage error), never raises it."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from runtime.errors import LimitError, SandboxError, ScriptError
+from runtime.errors import LimitError, RunSetupError, SandboxError, ScriptError
 
 ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
 POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
@@ -87,7 +87,7 @@ class BlockDeadline(ScriptError):
     kind = "TimeoutError"
 
 
-class RunLogError(Exception):
+class RunLogError(RunSetupError):
     """The run log cannot be created: a problem of the command line or the project (exit 2),
     not of the script."""
 

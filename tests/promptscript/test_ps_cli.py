@@ -188,3 +188,12 @@ def test_max_files_changed_on_the_command_line(tmp_path):
     assert proc.returncode == 1 and "guard failed: max_files_changed <= 5 (line 1; max_files_changed is null" in proc.stderr
     proc = fdsl("run", script, "--project", tmp_path, "--max-files-changed", "-1")
     assert proc.returncode == 2 and "--max-files-changed cannot be negative" in proc.stderr
+
+
+def test_the_python_api_returns_a_run_log_it_cannot_make_as_a_usage_error(tmp_path):
+    from runtime.api import EXIT_USAGE, run_script
+
+    (tmp_path / ".ps-runs").write_text("a plain file")
+    result = run_script('log("never runs")', lang="ps", root=str(tmp_path), options={"project": tmp_path}, timeout=20)
+    assert result.exit_code == EXIT_USAGE and result.output == ""
+    assert result.error.startswith("UsageError: cannot create the run log") and "not a directory" in result.error
