@@ -119,6 +119,9 @@ class Record:
             text += f" ({f['size']} bytes)"
         return text
 
+    def __repr__(self) -> str:  # what str(), format() and %r show: the DSL form, no Python internals
+        return self.describe()
+
     def __eq__(self, other) -> bool:
         return isinstance(other, Record) and other._fields == self._fields
 
@@ -217,6 +220,9 @@ class FileObject:
         expect("lines", "limit", limit, int)
         return self._client.call("file.lines", path=self.path, offset=offset, limit=limit)
 
+    def __repr__(self) -> str:  # the DSL form, no Python internals
+        return self.describe()
+
     def describe(self) -> str:
         return self.path
 
@@ -295,6 +301,9 @@ class DirectoryObject:
         expect("grep", "ignore_case", ignore_case, bool)
         rows = self._client.call("dir.grep", path=self._path, pattern=pattern, glob=glob, ignore_case=ignore_case)
         return self._records("match", rows)
+
+    def __repr__(self) -> str:  # the DSL form, no Python internals
+        return self.describe()
 
     def describe(self) -> str:
         return self._path
@@ -391,6 +400,15 @@ def total(values) -> int:
 
 def absolute(value) -> int:
     return abs(expect("abs", "value", value, int))
+
+
+def modulo(left, right) -> int:
+    """The DSL's `%`: the remainder of two integers (never string formatting)."""
+    if type(left) is not int or type(right) is not int:
+        raise fail(f"% works on two integers, not {type_name(left)} and {type_name(right)}")
+    if right == 0:
+        raise fail("division by zero")
+    return left % right
 
 
 def inclusive_range(start, stop) -> list:

@@ -94,6 +94,7 @@ def restricted_globals(client: BrokerClient) -> dict:
         "Directory": builtins.Directory,
         "File": builtins.File,
         "inclusive_range": api.inclusive_range,
+        "modulo": api.modulo,
     }
     return {
         "__builtins__": safe_builtins,

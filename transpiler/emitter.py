@@ -8,6 +8,8 @@ The contract with the worker (each line: the rewrite it makes):
   * Rewrite ``true``/``false`` to ``True``/``False``; strings to ASCII Python literals with
     the DSL escapes applied.
   * Rewrite ``/`` to ``//`` (integers only: floor division).
+  * Rewrite ``a % b`` to ``modulo(a, b)``: integers only (Python's ``%`` on a string is printf
+    formatting, whose ``%r`` would show the worker's objects as Python sees them).
   * Rewrite a list with ranges to ``[plain, ...] + inclusive_range(a, b) + [...]``.
   * Rewrite ``x op= e`` to ``x = x op (e)``.
   * Everything else maps to the same Python construct; parentheses are added from the
@@ -45,7 +47,6 @@ _BINOPS = {
     "-": cst.Subtract,
     "*": cst.Multiply,
     "/": cst.FloorDivide,  # integer floor division
-    "%": cst.Modulo,
 }
 _CMPOPS = {
     "==": cst.Equal, "!=": cst.NotEqual, "<": cst.LessThan, "<=": cst.LessThanEqual,
@@ -91,7 +92,7 @@ class _Emitter:
 
     def expr(self, node: ast.Node, min_prec: int = 0) -> cst.BaseExpression:
         built = self._expr(node)
-        prec = ast.precedence(node)
+        prec = ast.ATOM if isinstance(built, cst.Call) else ast.precedence(node)
         if isinstance(node, ast.ListExpr) and isinstance(built, cst.BinaryOperation):
             prec = ast.ADD
         if prec < min_prec:
@@ -110,10 +111,7 @@ class _Emitter:
         if isinstance(node, ast.ListExpr):
             return self._list(node)
         if isinstance(node, ast.BinOp):
-            op, prec = _BINOPS[node.op], ast.BINARY_PRECEDENCE[node.op]
-            return cst.BinaryOperation(
-                left=self.expr(node.left, prec), operator=op(), right=self.expr(node.right, prec + 1)
-            )
+            return self._binary(node.op, node.left, node.right)
         if isinstance(node, ast.UnaryOp):
             if node.op == "not":
                 return cst.UnaryOperation(cst.Not(), self.expr(node.operand, ast.NOT))
@@ -154,6 +152,15 @@ class _Emitter:
             )
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
+    def _binary(self, op: str, left, right: ast.Node) -> cst.BaseExpression:
+        """`left op right`; `left` is a DSL node or an already built name (x op= e)."""
+        prec = ast.BINARY_PRECEDENCE[op]
+        if op == "%":
+            lhs = left if isinstance(left, cst.CSTNode) else self.expr(left)
+            return cst.Call(func=cst.Name("modulo"), args=[cst.Arg(lhs), cst.Arg(self.expr(right))])
+        lhs = left if isinstance(left, cst.CSTNode) else self.expr(left, prec)
+        return cst.BinaryOperation(left=lhs, operator=_BINOPS[op](), right=self.expr(right, prec + 1))
+
     def _list(self, node: ast.ListExpr) -> cst.BaseExpression:
         if not any(isinstance(i, ast.Range) for i in node.items):
             return cst.List([cst.Element(self.expr(i)) for i in node.items])
@@ -188,12 +195,7 @@ class _Emitter:
             small = cst.Assign(targets=[cst.AssignTarget(cst.Name(node.target))],
                                value=self.expr(node.value))
         elif isinstance(node, ast.AugAssign):
-            op, prec = _BINOPS[node.op], ast.BINARY_PRECEDENCE[node.op]
-            value = self.mark(cst.BinaryOperation(
-                left=self.mark(cst.Name(node.target), node),
-                operator=op(),
-                right=self.expr(node.value, prec + 1),
-            ), node)
+            value = self.mark(self._binary(node.op, self.mark(cst.Name(node.target), node), node.value), node)
             small = cst.Assign(targets=[cst.AssignTarget(cst.Name(node.target))], value=value)
         elif isinstance(node, ast.ExprStmt):
             small = cst.Expr(self.expr(node.value))

@@ -15,7 +15,7 @@ BUILTINS: frozenset[str] = frozenset(
 )
 
 # Names the generated code uses that the worker supplies, but that a script may not name.
-RUNTIME_HELPERS: frozenset[str] = frozenset({"inclusive_range"})
+RUNTIME_HELPERS: frozenset[str] = frozenset({"inclusive_range", "modulo"})
 
 # Attribute names, per receiver type (documentation; the checker uses the union).
 DIRECTORY_ATTRS = frozenset({"files", "search", "list", "find", "grep", "path", "name", "recursive"})

@@ -215,11 +215,10 @@ def test_a_catastrophic_regex_in_the_broker_stops_at_the_wall_clock_deadline():
     assert elapsed < 2.1, f"the regex stopped {elapsed:.2f} s after the search began, for a 1 s deadline"
 
 
-@pytest.mark.xfail(strict=True, reason="FilesDSL's % on strings is Python's: '%r' % [Directory('/')] prints the worker's "
-                                       "class path and a heap address (transpiler/emitter.py or the worker's helpers "
-                                       "should refuse it or render DSL values); not a corpus payload until fixed")
 def test_percent_formatting_shows_no_python_repr_of_an_api_object(box):
     from runtime.api import run_script
 
     result = run_script('d = Directory("/")\nprint("%r" % [d])\n', root=box.root, timeout=10)
     assert "sandbox_worker" not in result.output and " at 0x" not in result.output, result.output
+    # The DSL's % is the integer remainder only: string formatting is refused, not rendered.
+    assert result.exit_code == 1 and "% works on two integers, not string and list" in result.error

@@ -96,3 +96,18 @@ def test_paths_outside_the_root_never_reach_the_canary(run_worker_code, sandbox)
         assert result.status == "error", code
         assert CANARY not in output and CANARY not in result.error["msg"]
         assert str(root.parent) not in result.error["msg"]
+
+
+def test_api_objects_format_as_dsl_values_not_python_internals(run_worker_code):
+    """Raw restricted code (transpiler bypassed) can format objects with f-strings and
+    format(); what it sees is the DSL form, never a module path or a heap address."""
+    code = (
+        "d = Directory('/')\n"
+        "f = d.files()[0]\n"
+        "e = d.list()[0]\n"
+        "print(f'{d!r} | {f!r} | {e!r} | {[d, f]}')\n"
+    )
+    result, output = run_worker_code(code)
+    assert result.status == "ok", result.error
+    assert "sandbox_worker" not in output and " at 0x" not in output and "Object" not in output
+    assert output.startswith(". | ")

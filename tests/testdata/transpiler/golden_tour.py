@@ -30,7 +30,7 @@ for file in matches:
 # L18: for n in [5:3]:
 for n in inclusive_range(5, 3):
     # L19: print(n * 2 + 1, n / 2, n % 2, -n, [n, n + 1][0])
-    print(n * 2 + 1, n // 2, n % 2, -n, [n, n + 1][0])
+    print(n * 2 + 1, n // 2, modulo(n, 2), -n, [n, n + 1][0])
     # L20: if 1 < n <= 4 or n == 5:
     if 1 < n <= 4 or n == 5:
         # L21: print("in range", "x" in "xyz", "q" not in "xyz")
