@@ -6,6 +6,11 @@
   "invalid regex '<pattern>': <reason>".
 - Every search passes `timeout=` = the seconds left before the run's deadline; when it expires
   (or has already passed) DeadlineExceeded("regex search exceeded the run's time limit").
+  The regex module measures that timeout in process CPU time, so a broker starved of CPU
+  would overrun the wall clock: in the main thread each search also arms a one-shot
+  ITIMER_REAL at the deadline, whose SIGALRM interrupts the match (the regex engine checks
+  for signals while it backtracks). A timer the caller had armed is restored afterwards.
+  Elsewhere (a broker in another thread) only the CPU-time bound applies.
 - Fast path: a pattern without regex metacharacters is a literal. For a literal, "does this
   file's text contain a match" is decided on the raw bytes when that is provably equivalent
   to searching the decoded text (see `Pattern.bytes_verdict`), so a directory content search
@@ -14,6 +19,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
 import time
 from functools import lru_cache
 
@@ -95,6 +103,43 @@ def compile_pattern(source: str, ignore_case: bool = False) -> Pattern:
     return _compile(source, bool(ignore_case))
 
 
+class _WallClockExpired(Exception):
+    pass
+
+
+_interruptible = threading.local()
+
+
+def _on_alarm(signum, frame) -> None:
+    # Raise only inside a search: an alarm that lands just after one ended changes nothing.
+    if getattr(_interruptible, "active", False):
+        raise _WallClockExpired()
+
+
+@contextlib.contextmanager
+def wall_clock_limit(seconds: float | None):
+    """Interrupt the regex search inside when `seconds` of wall-clock time pass (main thread
+    only; elsewhere a no-op). Raises DeadlineExceeded."""
+    if seconds is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous_handler = signal.signal(signal.SIGALRM, _on_alarm)
+    previous_delay, previous_interval = signal.setitimer(signal.ITIMER_REAL, max(seconds, 1e-6))
+    started = time.monotonic()
+    _interruptible.active = True
+    try:
+        yield
+    except _WallClockExpired:
+        raise DeadlineExceeded(_TIMEOUT_MESSAGE) from None
+    finally:
+        _interruptible.active = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous_handler)
+        if previous_delay:
+            left = max(previous_delay - (time.monotonic() - started), 1e-6)
+            signal.setitimer(signal.ITIMER_REAL, left, previous_interval)
+
+
 class Searcher:
     """Runs patterns under a deadline (a time.monotonic() value, or None for no limit)."""
 
@@ -113,15 +158,22 @@ class Searcher:
         self.remaining()
 
     def search(self, pattern: Pattern, text: str, pos: int = 0):
+        left = self.remaining()
         try:
-            return pattern.compiled.search(text, pos, timeout=self.remaining())
+            with wall_clock_limit(left):
+                return pattern.compiled.search(text, pos, timeout=left)
         except TimeoutError:
             raise DeadlineExceeded(_TIMEOUT_MESSAGE) from None
 
     def finditer(self, pattern: Pattern, text: str):
         """Matches in order; empty matches advance as in `re.finditer`."""
         try:
-            for m in pattern.compiled.finditer(text, timeout=self.remaining()):
+            matches = pattern.compiled.finditer(text, timeout=self.remaining())
+            while True:
+                with wall_clock_limit(self.remaining()):  # armed only while the engine runs
+                    m = next(matches, None)
+                if m is None:
+                    return
                 yield m
         except TimeoutError:
             raise DeadlineExceeded(_TIMEOUT_MESSAGE) from None

@@ -64,3 +64,44 @@ def test_a_passed_deadline_stops_walks_at_once(root):
 def test_no_deadline_means_no_timeout(root):
     svc = FilesService(VirtualFS([("/", root, False)]))
     assert svc.file_search("data/aaa.txt", "a+!", False) == [1]
+
+
+def test_the_wall_clock_timer_leaves_a_callers_timer_armed():
+    import signal
+
+    from runtime.textsearch import Searcher, compile_pattern
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(time.monotonic()))
+    try:
+        started = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, 0.6)
+        with pytest.raises(DeadlineExceeded):
+            Searcher(time.monotonic() + 0.2).search(compile_pattern("(a|aa)+$"), "a" * 40 + "!")
+        assert 0.15 < time.monotonic() - started < 0.5  # the search's own 0.2 s, on the wall clock
+        assert 0.2 < signal.getitimer(signal.ITIMER_REAL)[0] <= 0.45  # the caller's timer, still running
+        assert Searcher(time.monotonic() + 5).search(compile_pattern("b+"), "abbbc").group() == "bbb"
+        time.sleep(0.6)
+        assert len(fired) == 1 and fired[0] - started == pytest.approx(0.6, abs=0.15)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_outside_the_main_thread_the_cpu_time_bound_still_stops_a_search():
+    import threading
+
+    from runtime.textsearch import Searcher, compile_pattern
+
+    outcome = []
+
+    def run():
+        try:
+            Searcher(time.monotonic() + 0.3).search(compile_pattern("(a|aa)+$"), "a" * 40 + "!")
+        except DeadlineExceeded as exc:
+            outcome.append(str(exc))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(30)
+    assert outcome == ["regex search exceeded the run's time limit"]
