@@ -13,14 +13,14 @@ import sys
 from collections import Counter, defaultdict
 
 from fuzz.corpus import ADDABLE, LAYER_ORDER, PROCESS_PARTS, REMOVABLE, VERDICTS, describe_baseline, load_corpus
-from sandbox_worker.hardening import DENIED_SYSCALLS, LAYERS
+from sandbox_worker.hardening import DENIED_FCNTL, DENIED_IOCTL, DENIED_SYSCALLS, LAYERS, SELF_ONLY_SYSCALLS
 
 PROCESS_LAYERS = {
     "netns": "a new network namespace (as root directly; unprivileged with a new user namespace first): no interface but a down loopback",
     "uid": "setgroups([]) and setresuid/setresgid to nobody (65534) when started as root",
     "no_new_privs": "`PR_SET_NO_NEW_PRIVS`: exec can never gain privileges; the precondition of the next two",
     "landlock": "a ruleset handling every filesystem right of the kernel's ABI (and TCP bind/connect, signal and abstract-socket scoping where the ABI has them) with no rule: no path can be opened, created or executed",
-    "seccomp": "a BPF filter: architecture checked first (anything but x86_64, or an x32 call, kills the process); the calls below answer EPERM; clone only with CLONE_THREAD; clone3 answers ENOSYS (libc falls back to clone); kill/tkill/tgkill only of the worker itself",
+    "seccomp": "a BPF filter: architecture checked first (anything but x86_64, or an x32 call, kills the process); the calls below answer EPERM; clone only with CLONE_THREAD and no namespace flag; clone3 answers ENOSYS (libc falls back to clone); calls aimed at a process reach only the worker itself (a non-root worker keeps the broker's uid, so the kernel's own checks would let them reach the broker); fcntl and ioctl cannot make the kernel signal another process or feed a terminal",
     "rlimits": "RLIMIT_CORE 0, FSIZE 0 (no writes), NOFILE 3 (only the pipes), NPROC 0, CPU (timeout + 2 s), AS (the memory limit)",
 }
 
@@ -132,6 +132,10 @@ def render() -> str:
     parts.append("\n   seccomp denies (EPERM):\n")
     for group, calls in DENIED_SYSCALLS.items():
         parts.append(f"   - {group}: {', '.join(sorted(calls))}\n")
+    parts.append(f"   - aimed at another process (allowed on the worker itself): "
+                 f"{', '.join(sorted(SELF_ONLY_SYSCALLS))}, setpriority\n")
+    parts.append(f"   - fcntl commands: {', '.join(DENIED_FCNTL)}, and F_SETFL with O_ASYNC\n")
+    parts.append(f"   - ioctl requests: {', '.join(DENIED_IOCTL)}\n")
     parts.append(OUTRO)
     parts.append("\n" + corpus_table())
     return "".join(parts)
