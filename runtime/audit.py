@@ -28,7 +28,7 @@ LAYER_PURPOSE = {
     "uid": "no root (drop to nobody)",
     "no_new_privs": "no privilege gain through exec",
     "landlock": "no filesystem access (Landlock)",
-    "seccomp": "no exec, fork, sockets, ptrace, mount... (seccomp filter)",
+    "seccomp": "no exec, fork, sockets, ptrace, mount, signals or limits of other processes (seccomp filter)",
     "rlimits": "no writes, no descriptors, CPU and memory caps (rlimits)",
 }
 
