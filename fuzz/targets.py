@@ -113,35 +113,34 @@ def run_batches(stats: Stats, strategy, check, budget_s: float, seed: int, batch
 # ------------------------------------------------------------------ (a) programs
 
 
-def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float = 3.0) -> Stats:
+def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float, after_run=None, **options):
+    """The check of a generated program, for both languages: parsing and emitting never crash
+    (a refusal is a located DSLError); the emitted code compiles under RestrictedPython; every
+    `run_every`-th program also runs in the real worker: no canary or host path shown, no
+    Python traceback, no internal error, no run past its timeout; then `after_run(source)`."""
     from RestrictedPython import compile_restricted_exec
 
-    from fuzz.strategies import programs
     from runtime.api import run_script
-    from transpiler import DSLError, compile_script, parse
-    from transpiler.printer import render
+    from transpiler import DSLError, compile_script
 
-    stats = Stats("programs", "programs")
-    box = Sandbox()
     compiled = [0]
 
-    def check(module) -> None:
-        source = render(module)
+    def check(source: str) -> None:
         try:
-            parse(source)
-            emitted = compile_script(source)
+            emitted = compile_script(source, lang=lang)
         except DSLError as exc:
             assert exc.line is not None, f"unlocated {exc.kind}: {exc}"
             stats.note("refused by the checker")
             return
-        result = compile_restricted_exec(emitted.python, filename="<fdsl>")
+        result = compile_restricted_exec(emitted.python, filename="<script>")
         assert result.errors == (), f"RestrictedPython refused emitted code: {result.errors}\n{source}"
         compiled[0] += 1
         if compiled[0] % run_every:
             return
         stats.note("run in the worker")
         started = time.monotonic()
-        run = run_script(source, root=box.root, timeout=timeout, memory_mb=256, max_output=100_000)
+        run = run_script(source, lang=lang, root=box.root, timeout=timeout, memory_mb=256, max_output=100_000,
+                         **options)
         elapsed = time.monotonic() - started
         text = run.output + (run.error or "")
         leak = box.leaks(text, source)
@@ -150,10 +149,24 @@ def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float
         assert elapsed < timeout + 3, f"ran {elapsed:.1f} s past a {timeout} s timeout\n{source}"
         assert run.exit_code in (0, 1, 124), run.exit_code
         assert run.error_kind != "InternalError", f"internal error: {run.error}\n{source}"
+        if after_run is not None:
+            after_run(source)
         stats.note(f"exit {run.exit_code}")
 
+    return check
+
+
+def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float = 3.0) -> Stats:
+    """FilesDSL programs generated from its grammar's shapes (fuzz.strategies.programs),
+    rendered by the project's printer; see program_checker."""
+    from fuzz.strategies import programs
+    from transpiler.printer import render
+
+    stats = Stats("programs", "programs")
+    box = Sandbox()
+    check = program_checker(stats, box, "fdsl", run_every, timeout)
     try:
-        return run_batches(stats, programs(box.host_strings), check, budget_s, seed)
+        return run_batches(stats, programs(box.host_strings), lambda module: check(render(module)), budget_s, seed)
     finally:
         box.close()
 
@@ -168,49 +181,19 @@ def tree_snapshot(path: Path) -> list:
 
 
 def fuzz_ps_programs(budget_s: float, seed: int, run_every: int = 6, timeout: float = 3.0) -> Stats:
-    """PromptScript programs generated from its grammar's shapes (fuzz.strategies.ps_programs):
-    parse and emit never crash (a refusal is a located DSLError), the emitted code compiles
-    under RestrictedPython; a share run in the real worker with the file actions pointed at
-    hostile paths: no canary or host path shown, no Python traceback, nothing written, no run
-    past its timeout."""
-    from RestrictedPython import compile_restricted_exec
-
+    """PromptScript programs generated from its grammar's shapes (fuzz.strategies.ps_programs),
+    with the file actions pointed at hostile paths; see program_checker. Besides: nothing
+    inside or outside the project is written."""
     from fuzz.strategies import ps_programs
-    from runtime.api import run_script
-    from transpiler import DSLError, compile_script
 
     stats = Stats("ps_programs", "programs")
     box = Sandbox()
-    compiled = [0]
     before = (box.outside_snapshot(), tree_snapshot(box.base))
 
-    def check(source: str) -> None:
-        try:
-            emitted = compile_script(source, lang="ps")
-        except DSLError as exc:
-            assert exc.line is not None, f"unlocated {exc.kind}: {exc}"
-            stats.note("refused by the checker")
-            return
-        result = compile_restricted_exec(emitted.python, filename="<script>")
-        assert result.errors == (), f"RestrictedPython refused emitted code: {result.errors}\n{source}"
-        compiled[0] += 1
-        if compiled[0] % run_every:
-            return
-        stats.note("run in the worker")
-        started = time.monotonic()
-        run = run_script(source, lang="ps", root=box.root, timeout=timeout, memory_mb=256, max_output=100_000,
-                         options={"max_steps": 5000})
-        elapsed = time.monotonic() - started
-        text = run.output + (run.error or "")
-        leak = box.leaks(text, source)
-        assert leak is None, f"{leak}\n{source}"
-        assert TRACEBACK not in text, f"a Python traceback was shown\n{source}\n{text[-1000:]}"
-        assert elapsed < timeout + 3, f"ran {elapsed:.1f} s past a {timeout} s timeout\n{source}"
-        assert run.exit_code in (0, 1, 124), run.exit_code
-        assert run.error_kind != "InternalError", f"internal error: {run.error}\n{source}"
+    def unchanged(source: str) -> None:
         assert (box.outside_snapshot(), tree_snapshot(box.base)) == before, f"a run changed files\n{source}"
-        stats.note(f"exit {run.exit_code}")
 
+    check = program_checker(stats, box, "ps", run_every, timeout, unchanged, options={"max_steps": 5000})
     try:
         return run_batches(stats, ps_programs(box.host_strings), check, budget_s, seed)
     finally:
