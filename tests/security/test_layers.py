@@ -21,7 +21,6 @@ from __future__ import annotations
 import errno
 import os
 import signal
-import socket
 import stat
 import subprocess
 import time
@@ -32,6 +31,7 @@ import pytest
 
 from runtime.broker import Broker
 from runtime.supervisor import Limits, run_worker
+from tests.security.conftest import run_os
 from sandbox_worker.hardening import LAYERS, is_active, landlock_abi
 from tests.conftest import CANARY
 
@@ -62,23 +62,6 @@ class CpuLimits(Limits):
 
     def worker_limits(self) -> dict:
         return {**super().worker_limits(), "cpu_seconds": 1}
-
-
-def run_os(code: str, layers, timeout: float = 10.0, memory_mb: int = 256, limits: Limits | None = None):
-    output: list[str] = []
-    limits = limits or Limits(timeout=timeout, memory_mb=memory_mb, max_output=100_000)
-    deadline = time.monotonic() + limits.timeout
-    result = run_worker(code, Broker({"ping": lambda: None}), limits, deadline, output.append, mode="os", layers=None if layers is None else frozenset(layers))
-    return result, "".join(output)
-
-
-@pytest.fixture
-def listener():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    yield server.getsockname()[1]
-    server.close()
 
 
 @pytest.fixture

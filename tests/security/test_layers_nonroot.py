@@ -16,15 +16,12 @@ import ctypes
 import errno
 import os
 import signal
-import socket
 import subprocess
-import time
 
 import pytest
 
 from runtime import supervisor
-from runtime.broker import Broker
-from runtime.supervisor import Limits, run_worker
+from tests.security.conftest import run_os
 
 NOBODY = 65534
 ROOT = os.geteuid() == 0
@@ -47,22 +44,6 @@ def unprivileged_worker(monkeypatch):
     wrapped = command[:-1] + [command[-1][: -len(tail)] + drop]
     monkeypatch.setattr(supervisor, "worker_command", lambda: wrapped)
     return NOBODY
-
-
-def run_os(code: str, layers):
-    output: list[str] = []
-    result = run_worker(code, Broker({"ping": lambda: None}), Limits(timeout=10), time.monotonic() + 10, output.append,
-                        mode="os", layers=None if layers is None else frozenset(layers))
-    return result, "".join(output)
-
-
-@pytest.fixture
-def listener():
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    yield server.getsockname()[1]
-    server.close()
 
 
 def test_unprivileged_netns_takes_the_user_namespace_path(unprivileged_worker, listener):

@@ -1,0 +1,33 @@
+"""What the process-layer tests share: plain Python run in a hardened worker, and a loopback
+listener for the network attacks."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from runtime.broker import Broker
+from runtime.supervisor import Limits, run_worker
+
+
+def run_os(code: str, layers, timeout: float = 10.0, memory_mb: int = 256, limits: Limits | None = None):
+    """Run `code` as plain Python (`--mode os`) in a worker with only `layers` applied (None:
+    all). Returns (WorkerResult, everything it printed)."""
+    output: list[str] = []
+    limits = limits or Limits(timeout=timeout, memory_mb=memory_mb, max_output=100_000)
+    deadline = time.monotonic() + limits.timeout
+    result = run_worker(code, Broker({"ping": lambda: None}), limits, deadline, output.append, mode="os",
+                        layers=None if layers is None else frozenset(layers))
+    return result, "".join(output)
+
+
+@pytest.fixture
+def listener():
+    """The port of a TCP listener on 127.0.0.1 (what a connect attack aims at)."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield server.getsockname()[1]
+    server.close()
