@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from runtime import safeio
-from runtime.errors import ApprovalDeniedError, FileTooLargeError, PathNotInSandboxError, SandboxError, ScriptError
-from runtime.sandbox import MAX_PATH_CHARS, Location, MountState, Sandbox, config_from_data, refuse_directory_syntax
+from runtime.errors import ApprovalDeniedError, PathNotInSandboxError, SandboxError, ScriptError
+from runtime.sandbox import Location, MountState, Sandbox, config_from_data, refuse_directory_syntax
 
 _READ_FLAGS = os.O_RDONLY | safeio.O_NONBLOCK
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
 from runtime import safeio
-from runtime.errors import PathNotInSandboxError, SandboxError, ScriptError
+from runtime.errors import SandboxError, ScriptError
 from runtime.toolset import FileSystemToolset
 from tests.sandbox.conftest import CANARY
 
