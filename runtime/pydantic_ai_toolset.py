@@ -37,7 +37,8 @@ The seed's own wrapper works unchanged: pydantic-ai-blocking-approval's
 unblock one), asks its callback, and only then calls the tool. When that package is installed,
 `needs_approval` returns its ApprovalResult class (the wrapper checks the type). A
 needs_approval answer given to a caller passing `config` is a one-time pass for that exact
-call: the wrapper owns the question, and the call it then makes is not asked again.
+call (the same RunContext object and arguments): the wrapper owns the question, and the call
+it then makes is not asked again; a call it denied leaves nothing another caller could use.
 
 pydantic_ai is imported only when one of the toolset classes is first used, so importing this
 module (and `import runtime`) never needs it.
@@ -45,6 +46,7 @@ module (and `import runtime`) never needs it.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 from runtime.errors import (  # noqa: F401  (re-exported for drop-in imports)
@@ -123,7 +125,10 @@ def _build() -> type:
             # is told yes; nobody else holds a reference to it.
             self._fs = _CoreToolset(sandbox, id=id, max_retries=max_retries, approve=lambda description: True)
             self.approve = approve
-            self._outer_passes: set[str] = set()  # approval_key()s an outer wrapper took charge of
+            # id(ctx) -> (weakref to that RunContext, approval_key): calls an outer wrapper took
+            # charge of. A pass is valid only for the very context object the wrapper gave
+            # needs_approval and then call_tool; a denied call's pass dies with its context.
+            self._outer_passes: dict[int, tuple[weakref.ref, str]] = {}
             self._register()
 
         @classmethod
@@ -142,10 +147,11 @@ def _build() -> type:
                            config: Any = None) -> Any:
             """The seed's decision; `config` is an outer approval wrapper's per-tool settings."""
             decision = self._fs.needs_approval(name, tool_args, ctx)
-            if config is not None and decision.is_needs_approval:
+            if config is not None and decision.is_needs_approval and ctx is not None:
                 # The wrapper decides now (its config, or its callback); the call it then makes
-                # with these exact arguments is not asked again.
-                self._outer_passes.add(approval_key(name, tool_args))
+                # with this context and these exact arguments is not asked again.
+                self._outer_passes = {k: v for k, v in self._outer_passes.items() if v[0]() is not None}
+                self._outer_passes[id(ctx)] = (weakref.ref(ctx), approval_key(name, tool_args))
                 if (config.get(name) or {}).get("pre_approved"):
                     decision = _CoreResult.pre_approved()
             return _result_class()(decision.status, decision.block_reason)
@@ -260,9 +266,9 @@ def _build() -> type:
             decision = self._fs.needs_approval(seed_name, tool_args, ctx)
             if decision.is_blocked:
                 raise ModelRetry(decision.block_reason or "refused by the sandbox policy")
-            key = approval_key(seed_name, tool_args)
-            if key in self._outer_passes:
-                self._outer_passes.discard(key)
+            passed = self._outer_passes.pop(id(ctx), None)
+            if passed is not None and passed[0]() is ctx and passed[1] == approval_key(seed_name, tool_args):
+                pass  # the outer wrapper asked and was told yes
             elif decision.is_needs_approval and not ctx.tool_call_approved:
                 description = self.get_approval_description(seed_name, tool_args, ctx)
                 if self.approve is None:

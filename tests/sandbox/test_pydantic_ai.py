@@ -348,3 +348,19 @@ def test_the_seeds_approval_wrapper_gets_its_own_result_class(world):
     assert isinstance(decision, WrapperResult) and decision.is_blocked
     assert "Readable: /docs, /out, /cfg" in decision.block_reason
     assert ts.needs_approval("read_file", {"path": "/cfg/settings.json"}, None, {}).is_needs_approval
+
+
+def test_a_call_the_wrapper_denied_leaves_no_pass_for_another_caller(world):
+    """needs_approval(config) told the wrapper to ask; it denied, so it never called the tool.
+    The same toolset used directly afterwards must still defer that call to a human."""
+    from pydantic_ai_blocking_approval import ApprovalDenied
+
+    sb, tmp = world
+    toolset, asked = wrapped(sb, lambda d: False)
+    call = ("write_file", {"path": "/cfg/evil.json", "content": "{}"})
+    with pytest.raises(ApprovalDenied):
+        agent_for(toolset, [call]).run_sync("go")
+    inner = toolset._inner
+    result = agent_for(inner, [call]).run_sync("go")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert not (tmp / "cfg" / "evil.json").exists()
