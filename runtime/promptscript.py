@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import secrets
 import stat as statmod
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from runtime.errors import LimitError, RunSetupError, SandboxError, ScriptError
+from runtime.errors import DeadlineExceeded, LimitError, RunSetupError, SandboxError, ScriptError
 
 ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
 POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
@@ -266,10 +267,12 @@ def log_unstarted_run(log: RunLog, options: dict, result) -> None:
 
 
 class OpDeadline:
-    """When the op being served must stop: the earlier of the run's --max-time and the
-    worker's earliest pending `timeout` block (``block_at``, set per op). The handlers ask
-    ``left()`` and raise ``expired(what)``: a spent --max-time budget (LimitError) or a
-    BlockDeadline (TimeoutError, the block's timeout in the worker)."""
+    """When the op being served must stop: the earliest of the run's --max-time, the worker's
+    earliest pending `timeout` block (``block_at``, set per op) and the run's wall-clock
+    deadline (--timeout: the supervisor cannot end the run while the broker is busy). The
+    handlers ask ``left()`` and raise ``expired(what)``: a spent --max-time budget
+    (LimitError), a BlockDeadline (TimeoutError, the block's timeout in the worker) or
+    DeadlineExceeded (the run's time limit; the supervisor then ends the run with 124)."""
 
     def __init__(self, session: "PSSession") -> None:
         self.session = session
@@ -277,10 +280,15 @@ class OpDeadline:
 
     def _earliest(self) -> tuple[float | None, str | None]:
         o = self.session.options
-        budget_at = self.session.started + o.max_time_ms / 1000 if o.max_time_ms else None
-        if self.block_at is not None and (budget_at is None or self.block_at < budget_at):
-            return self.block_at, "block"
-        return budget_at, ("budget" if budget_at is not None else None)
+        candidates = []
+        if o.max_time_ms:
+            candidates.append((self.session.started + o.max_time_ms / 1000, "budget"))
+        if self.block_at is not None:
+            candidates.append((self.block_at, "block"))
+        run_at = self.session.run_deadline
+        if run_at is not None and math.isfinite(run_at):
+            candidates.append((run_at, "run"))
+        return min(candidates) if candidates else (None, None)
 
     def left(self) -> float | None:
         """Seconds left (None: no deadline)."""
@@ -296,6 +304,8 @@ class OpDeadline:
         _, which = self._earliest()
         if which == "budget":
             self.session.stop_for_time(what)
+        if which == "run":
+            return DeadlineExceeded(f"{what}: stopped at the run's time limit (--timeout)")
         return BlockDeadline(f"{what}: stopped at the deadline of the enclosing timeout block")
 
 
@@ -312,8 +322,9 @@ def _canonical(args: dict) -> str:
 
 
 class PSSession:
-    def __init__(self, options: PSOptions, *, stdin=None, stderr=None) -> None:
+    def __init__(self, options: PSOptions, *, stdin=None, stderr=None, run_deadline: float | None = None) -> None:
         self.options = options
+        self.run_deadline = run_deadline  # the run's wall clock (time.monotonic()), from run_script
         self.stdin = stdin if stdin is not None else sys.stdin
         self.stderr = stderr if stderr is not None else sys.stderr
         self.started = time.monotonic()  # restarted by ps.start: --max-time counts the script only
@@ -693,7 +704,7 @@ def promptscript_handlers(service=None, **options) -> Handlers:
     if "approve" not in options and service is not None:
         # The run's approver (run_script's approve=, the CLI's terminal/--yes) answers writes.
         options["approve"] = getattr(getattr(service, "vfs", None), "approve", None)
-    session = PSSession(PSOptions(**options))
+    session = PSSession(PSOptions(**options), run_deadline=getattr(service, "deadline", None))
     table = session.handlers()
     table.session = session
     return table

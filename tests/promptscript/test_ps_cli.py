@@ -197,3 +197,18 @@ def test_the_python_api_returns_a_run_log_it_cannot_make_as_a_usage_error(tmp_pa
     result = run_script('log("never runs")', lang="ps", root=str(tmp_path), options={"project": tmp_path}, timeout=20)
     assert result.exit_code == EXIT_USAGE and result.output == ""
     assert result.error.startswith("UsageError: cannot create the run log") and "not a directory" in result.error
+
+
+def test_timeout_ends_the_run_while_the_broker_works_for_an_action(tmp_path):
+    """The supervisor cannot end a run while the broker serves a request, so the broker's
+    own work (here a RUN_CMD of 20 s) must stop at the run's --timeout too."""
+    import time
+
+    script = tmp_path / "cmd.ps"
+    script.write_text('r = apply("RUN_CMD", { cmd: "sleep", args: ["20"] })\n')
+    started = time.monotonic()
+    proc = fdsl("run", script, "--project", tmp_path, "--allow-command", "sleep", "--timeout", "2", "--yes")
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 124, proc.stderr
+    assert "TimeoutError: the script did not finish within 2 s" in proc.stderr
+    assert elapsed < 10, elapsed  # not the 20 s of the command
