@@ -28,6 +28,17 @@ class UsageError(Exception):
     pass
 
 
+def seconds(text: str) -> float:
+    """A --timeout value: a positive number of seconds, or inf for no limit."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (or inf for no limit), not {text!r}")
+    return value
+
+
 def parse_mount(text: str) -> MountSpec:
     """HOST:/point[:ro|rw]"""
     parts = text.rsplit(":", 2)
@@ -82,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a script")
     run.add_argument("script", help="the script: FilesDSL (.fdsl) or PromptScript (.ps)")
     add_sandbox_options(run)
-    run.add_argument("--timeout", type=float, default=None, metavar="S",
+    run.add_argument("--timeout", type=seconds, default=None, metavar="S",
                      help=f"wall-clock limit in seconds (default: {DEFAULT_TIMEOUT_S:g} for .fdsl; for .ps, --max-time "
                           f"plus {PS_TIMEOUT_MARGIN_S:g} s, or no limit with --max-time 0)")
     run.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
@@ -105,13 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--allow-command", action="append", default=[], metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
-    doctor.add_argument("--timeout", type=float, default=10.0, metavar="S", help=argparse.SUPPRESS)
+    doctor.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help=argparse.SUPPRESS)
     audit = commands.add_parser("audit", help="run plain Python in the hardened worker (no transpiler) and report what it did")
     audit.add_argument("script", help="a Python file")
     audit.add_argument("--mode", choices=("os", "restricted"), default="restricted",
                        help="restricted: compile with RestrictedPython and the FilesDSL guards (default); os: plain Python")
     audit.add_argument("--root", "--sandbox-root", dest="root", default=None, help="directory mounted at / for the broker's file ops")
-    audit.add_argument("--timeout", type=float, default=10.0, metavar="S", help="wall-clock limit in seconds (default 10)")
+    audit.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help="wall-clock limit in seconds (default 10)")
     audit.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
     audit.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
     audit.add_argument("--layers", default=None, metavar="L1,L2",

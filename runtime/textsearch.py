@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import signal
 import threading
 import time
@@ -103,6 +104,10 @@ def compile_pattern(source: str, ignore_case: bool = False) -> Pattern:
     return _compile(source, bool(ignore_case))
 
 
+# Beyond this (a run with no real time limit) no timer is armed: setitimer overflows near 1e9 s.
+MAX_TIMER_S = 1e6
+
+
 class _WallClockExpired(Exception):
     pass
 
@@ -120,7 +125,7 @@ def _on_alarm(signum, frame) -> None:
 def wall_clock_limit(seconds: float | None):
     """Interrupt the regex search inside when `seconds` of wall-clock time pass (main thread
     only; elsewhere a no-op). Raises DeadlineExceeded."""
-    if seconds is None or threading.current_thread() is not threading.main_thread():
+    if seconds is None or seconds > MAX_TIMER_S or threading.current_thread() is not threading.main_thread():
         yield
         return
     previous_handler = signal.signal(signal.SIGALRM, _on_alarm)
@@ -132,8 +137,8 @@ def wall_clock_limit(seconds: float | None):
     except _WallClockExpired:
         raise DeadlineExceeded(_TIMEOUT_MESSAGE) from None
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)  # disarmed first: no alarm can land below
         _interruptible.active = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous_handler)
         if previous_delay:
             left = max(previous_delay - (time.monotonic() - started), 1e-6)
@@ -147,7 +152,7 @@ class Searcher:
         self.deadline = deadline
 
     def remaining(self) -> float | None:
-        if self.deadline is None:
+        if self.deadline is None or not math.isfinite(self.deadline):  # inf: no time limit
             return None
         left = self.deadline - time.monotonic()
         if left <= 0:

@@ -66,7 +66,10 @@ def test_syntax_error_exit_1(tmp_path, corpus):
         (["run", "missing.fdsl"], "no such script"),
         (["run", "README.md"], "cannot tell the language"),
         (["run", "examples/tour.fdsl", "--root", "no/such/dir"], "not a directory"),
-        (["run", "examples/tour.fdsl", "--timeout", "abc"], "invalid float value"),
+        (["run", "examples/tour.fdsl", "--timeout", "abc"], "--timeout: expected a number of seconds, not 'abc'"),
+        (["run", "examples/tour.fdsl", "--timeout", "nan"], "--timeout: must be a positive number of seconds"),
+        (["run", "examples/tour.fdsl", "--timeout", "0"], "--timeout: must be a positive number of seconds"),
+        (["run", "examples/tour.fdsl", "--timeout", "-1"], "--timeout: must be a positive number of seconds"),
         (["run", "examples/tour.fdsl", "--mount", "examples:docs"], "must start with '/'"),
         (["frobnicate"], "invalid choice"),
     ],
@@ -76,6 +79,13 @@ def test_usage_errors_exit_2(args, message):
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_timeout_inf_means_no_limit_also_for_regex_searches(tmp_path, corpus):
+    proc = fdsl("run", script(tmp_path, 'print(len(Directory("docs").search("lang.+model", scope="content")))\n'),
+                "--root", corpus, "--timeout", "inf")
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) > 0
 
 
 def test_endless_loop_ends_at_the_timeout_with_124(tmp_path, corpus):
