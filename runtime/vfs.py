@@ -234,7 +234,7 @@ class VirtualFS:
         self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=shown)
         if size is not None:
             self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
-        if mount.read_approval:
+        if self.sandbox.location_needs_approval(loc, "read"):
             self._ask(f"Read from {shown}")
 
     def _ask(self, description: str) -> None:
@@ -249,12 +249,13 @@ class VirtualFS:
 
     def listing_needs_approval(self, dir_res: Resolved, recursive: bool) -> bool:
         """Does listing (or walking) this directory cover a read_approval mount (seed: list_files)?"""
-        listed = [dir_res.mount] if dir_res.mount is not None else []
-        if recursive:  # a flat listing shows the mount points below, not what they hold
-            n = len(dir_res.parts)
-            listed += [m for m in self.sandbox.mounts if m.point[:n] == dir_res.parts and len(m.point) > n
-                       and self.sandbox.can_read(_abs(m.point))]
-        return any(m.mount.read_approval for m in listed)
+        if dir_res.loc is not None and self.sandbox.location_needs_approval(dir_res.loc, "read"):
+            return True
+        if not recursive:  # a flat listing shows the mount points below, not what they hold
+            return False
+        n = len(dir_res.parts)
+        return any(m.mount.read_approval for m in self.sandbox.mounts
+                   if m.point[:n] == dir_res.parts and len(m.point) > n and self.sandbox.can_read(_abs(m.point)))
 
     def check_listable(self, dir_res: Resolved, recursive: bool) -> None:
         if self.listing_needs_approval(dir_res, recursive):
