@@ -41,7 +41,7 @@ from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, Script
 from runtime.files import glob_to_regex
 from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
 from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
-from runtime.sandbox import Mount, Sandbox, SandboxConfig, vstr
+from runtime.sandbox import Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
 from runtime.toolset import FileSystemToolset, os_error
 
 DEFAULT_READ_BYTES = 500_000
@@ -171,9 +171,10 @@ class ProjectActions:
                          f"Writable: {shown(writable, 'nothing (read-only)')}.")
 
     def _no_trailing_slash(self, action: str, path: str) -> None:
-        if path.endswith("/") and path.strip("/"):
-            raise ActionArgError(f"{action}: the path {path[:200]!r} ends with '/', which names a "
-                                 "directory; give a file path")
+        try:
+            refuse_directory_syntax(path)
+        except ScriptError as exc:
+            raise ActionArgError(f"{action}: {exc}") from None
 
     def _count_change(self, action: str, rel: str, policy: dict) -> None:
         """Refuse a write that would make one distinct changed file too many."""

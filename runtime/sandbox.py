@@ -253,7 +253,8 @@ class Location:
 def refuse_directory_syntax(path: str) -> None:
     """A file operation's path cannot end with '/' (it names a directory: POSIX ENOTDIR)."""
     if isinstance(path, str) and path.endswith("/") and path.strip("/"):
-        raise ScriptError(f"{path!r} ends with '/', so it names a directory; a file path cannot end with '/'")
+        shown = path if len(path) <= 200 else path[:100] + "..." + path[-100:]
+        raise ScriptError(f"{shown!r} ends with '/', so it names a directory; a file path cannot end with '/'")
 
 
 def vstr(parts) -> str:

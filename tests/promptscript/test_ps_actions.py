@@ -425,7 +425,7 @@ def test_a_path_ending_in_a_slash_is_refused(project):
                  'apply("READ_FILE", { path: "notes.txt/" })'):
         r = ps(call + "\n", project)
         assert r.exit_code == 1 and r.error_kind == "RuntimeError", r.error
-        assert "ends with '/', which names a directory; give a file path" in r.error
+        assert "ends with '/', so it names a directory; a file path cannot end with '/'" in r.error
     assert not (project / "new").exists() and (project / "notes.txt").read_text() == "nothing here\n"
 
 
