@@ -254,10 +254,14 @@ class FileSystemToolset:
     def without_approval(self, name: str) -> str:
         """What this kind of operation may do without asking, for refusal messages."""
         sb = self._sandbox
+
+        def mount_of(root: str) -> Mount:
+            return sb.mount_for(Sandbox.split(root)).mount
+
         if name in ("read_file", "list_files"):
-            roots = [r for r in sb.readable_roots if not sb.needs_read_approval(r)]
+            roots = [r for r in sb.readable_roots if not mount_of(r).read_approval]
             return f"Readable without approval: {', '.join(roots) or 'nothing'}."
-        roots = [r for r in sb.writable_roots if not sb.needs_write_approval(r + "/x")]
+        roots = [r for r in sb.writable_roots if not mount_of(r).write_approval]
         return f"Writable without approval: {', '.join(roots) or 'nothing'}."
 
     # ------------------------------------------------------------------ primitives
@@ -566,7 +570,7 @@ class TerminalApprover:
             answer = self._ask_tty(question)
         if answer is None:
             raise ApprovalDeniedError(
-                f"{description}: needs approval, but no terminal is attached to ask; "
+                f"{printable(description)}: needs approval, but no terminal is attached to ask; "
                 "run with --yes to pre-approve"
             )
         return answer.strip().lower() in ("y", "yes")
