@@ -13,9 +13,14 @@ class ScriptError(Exception):
 
 
 class SandboxError(ScriptError):
-    """Base class of every policy refusal."""
+    """Base class of every policy refusal. `reason` is what was refused, without the list of
+    what is allowed that the message goes on with (callers that restate it use `reason`)."""
 
     kind = "SandboxError"
+
+    def __init__(self, message: str = "", reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
 
 
 class PathNotInSandboxError(SandboxError):

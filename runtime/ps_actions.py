@@ -157,17 +157,15 @@ class ProjectActions:
         list repeats a path both readable and writable, and a write rule it cannot use)."""
         from runtime.promptscript import _intersect_paths
 
-        message = str(exc)
-        cut = [i for i in (message.find(" Readable: "), message.find(" Writable: ")) if i >= 0]
-        if not cut:
-            return type(exc)(f"{action}: {message}")
+        if exc.reason == str(exc):  # a refusal that names no allowed paths: shown as it is
+            return type(exc)(f"{action}: {exc}")
         readable = minimal_paths(policy["allowRead"])
         writable = minimal_paths(_intersect_paths(policy["allowRead"], policy["allowWrite"]))
 
         def shown(paths, nothing):
             return ", ".join("/" if p == "." else "/" + p for p in paths) if paths else nothing
 
-        return type(exc)(f"{action}: {message[:min(cut)]} Readable: {shown(readable, 'nothing')}. "
+        return type(exc)(f"{action}: {exc.reason} Readable: {shown(readable, 'nothing')}. "
                          f"Writable: {shown(writable, 'nothing (read-only)')}.")
 
     def _no_trailing_slash(self, action: str, path: str) -> None:

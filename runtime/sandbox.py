@@ -397,7 +397,7 @@ class Sandbox:
         return f"Readable: {readable}. Writable: {writable}."
 
     def _outside(self, message: str) -> PathNotInSandboxError:
-        return PathNotInSandboxError(f"{message}. {self.describe_access()}")
+        return PathNotInSandboxError(f"{message}. {self.describe_access()}", reason=f"{message}.")
 
     # ------------------------------------------------------------------ resolution
 
@@ -470,7 +470,7 @@ class Sandbox:
         except PathNotInSandboxError as exc:
             raise self._outside(str(exc)) from None
         except InvalidPathError as exc:
-            raise InvalidPathError(f"{exc}. {self.describe_access()}") from None
+            raise InvalidPathError(f"{exc}. {self.describe_access()}", reason=f"{exc}.") from None
         if follow_last or not requested or any(m.point == requested for m in self._shared.mounts):
             parts, m, exists = self._follow(path, requested)
         else:
@@ -492,9 +492,9 @@ class Sandbox:
             if ok:
                 continue
             if op == "write" and self._allows(parts, "read"):
+                reason = f"cannot write {vstr(loc.requested)!r}: it is read-only here."
                 raise PathNotWritableError(
-                    f"cannot write {vstr(loc.requested)!r}: it is read-only here. "
-                    f"Writable: {', '.join(self.writable_roots) or 'nothing (read-only)'}."
+                    f"{reason} Writable: {', '.join(self.writable_roots) or 'nothing (read-only)'}.", reason=reason
                 )
             if parts is loc.requested:
                 raise self._outside(f"path {vstr(loc.requested)!r} is not in the sandbox")

@@ -437,3 +437,11 @@ def test_a_glob_without_a_slash_matches_names_at_any_depth(project):
            'for h in apply("SEARCH", { globs: ["/*.md", "deep/*.py"] }):\n  log("c", h.path)\n', project)
     assert logged(r) == ["src/app.py", "src/deep/x.py", "src/util.py",
                          "b src/app.py", "b src/util.py", "c README.md"]
+
+
+def test_a_denial_keeps_its_reason_whatever_the_path_says(project):
+    """The refusal restates what the policy allows after the Sandbox's reason; a path that
+    itself contains ' Readable: ' must not cut that reason short."""
+    r = ps('apply("READ_FILE", { path: "../ Readable: everything" })\n', project)
+    assert r.exit_code == 1
+    assert "READ_FILE: path '/../ Readable: everything' climbs above the root. Readable: /. Writable: /." in r.error, r.error
