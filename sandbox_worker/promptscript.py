@@ -1036,7 +1036,7 @@ def restricted_globals(client: BrokerClient) -> dict:
             value = test()
         except NullOrdering as exc:
             detail = exc.detail
-            if "max_files_changed" in text and rt.policy().get("maxFilesChanged") is None:
+            if re.search(r"\bmax_files_changed\b", text) and rt.policy().get("maxFilesChanged") is None:
                 detail = ("max_files_changed is null: no limit on changed files is set "
                           "(--max-files-changed N, or a policy maxFilesChanged)")
             raise PSError(f"guard failed: {text} (line {line}; {detail})") from None

@@ -341,5 +341,7 @@ def test_a_guard_on_a_null_limit_fails_as_a_guard_and_says_why():
     assert r.exit_code == 1 and "guard failed: max_files_changed <= 5 (line 1)" in r.error
     r = run_ps("x = null\nguard x > 1\n")
     assert r.exit_code == 1 and "guard failed: x > 1 (line 2; null > number)" in r.error
+    r = run_ps("old_max_files_changed = null\nguard old_max_files_changed < 3\n")  # another name
+    assert r.exit_code == 1 and "guard failed: old_max_files_changed < 3 (line 2; null < number)" in r.error
     r = run_ps("x = null\ny = x > 1\n")  # outside a guard it stays a comparison error
     assert r.exit_code == 1 and "cannot compare null > number" in r.error
