@@ -3,8 +3,9 @@
 Each entry has `name`, the virtual `path`, `size` and `lastModified` (epoch milliseconds); a
 SymbolicLinkEntry also has `target`: the virtual path it names when that stays inside the
 sandbox, else "(outside the sandbox)" (where it really points is never revealed). A symlink's
-size is the length in bytes of that reported target, not of the host text it holds, which
-could tell how long an outside path or the mount's host directory is. `to_json()` adds the
+size is the length in bytes of that target as an absolute virtual path (or of the marker), not
+of the host text it holds, which could tell how long an outside path or the mount's host
+directory is. `to_json()` adds the
 "@type" field, as in the seed:
 
     {"@type": "FileEntry", "name": "a.md", "path": "/docs/a.md", "size": 56, "lastModified": 1762473883050}
