@@ -175,13 +175,18 @@ def test_the_race_is_real_for_a_naive_check_then_open(world):
     assert leaked
 
 
-@pytest.mark.parametrize("use_openat2", [True, False])
-def test_swapped_component_never_yields_the_outside_file(world, monkeypatch, use_openat2):
-    sb, tmp = world
-    if not use_openat2:
+@pytest.fixture(params=["openat2", "walk"])
+def opener(request, monkeypatch):
+    """Each race test runs with openat2(RESOLVE_BENEATH) and with the O_NOFOLLOW walk."""
+    if request.param == "walk":
         monkeypatch.setitem(safeio._state, "openat2", False)
     elif not safeio.uses_openat2():
         pytest.skip("no openat2 on this kernel")
+    return request.param
+
+
+def test_swapped_component_never_yields_the_outside_file(world, opener):
+    sb, tmp = world
     ts = FileSystemToolset(sb)
     seen = set()
     with flipping_component(tmp):
@@ -235,15 +240,10 @@ def test_the_deterministic_swap_leaks_through_a_naive_open(world, monkeypatch):
         assert swaps and host.read_text() == CANARY
 
 
-@pytest.mark.parametrize("use_openat2", [True, False])
-def test_a_component_swapped_right_after_the_check_is_never_followed(world, monkeypatch, use_openat2):
+def test_a_component_swapped_right_after_the_check_is_never_followed(world, monkeypatch, opener):
     from runtime.vfs import VirtualFS
 
     sb, tmp = world
-    if not use_openat2:
-        monkeypatch.setitem(safeio._state, "openat2", False)
-    elif not safeio.uses_openat2():
-        pytest.skip("no openat2 on this kernel")
     (tmp / "docs" / "flip").mkdir()
     (tmp / "docs" / "flip" / "canary.txt").write_text("inside\n")
     (tmp / "out" / "d").mkdir()
