@@ -45,7 +45,8 @@ LAYER_ORDER = {
     "process": "the worker's jail: Landlock, seccomp, namespaces, uid, and the NOFILE/NPROC rlimits (process/<part> names the part that answered)",
 }
 # The part of the jail an errno comes from, for "process/<part>".
-PROCESS_PARTS = {"seccomp": "EPERM from the seccomp filter", "landlock": "EACCES from Landlock",
+PROCESS_PARTS = {"seccomp": "EPERM from the seccomp filter (an import after start-up finds no module)",
+                 "landlock": "EACCES from Landlock",
                  "rlimits": "EMFILE/EAGAIN from RLIMIT_NOFILE/RLIMIT_NPROC"}
 # What a baseline can remove (the jail is always off in a baseline) or add.
 REMOVABLE = ("restrictedpython", "guards", "worker", "broker", "limits")
@@ -79,7 +80,10 @@ GUARD_ERRORS = re.compile(
     r"|attribute names cannot start with '_'|__import__ not found|__build_class__ not found"
 )
 PROCESS_ERRORS = {
-    "seccomp": re.compile(r"\[Errno 1\]|Operation not permitted"),
+    # "No module named": an import after start-up; seccomp refuses the importer's directory
+    # listings (EPERM), which it takes for empty directories. Each payload's baseline proves
+    # the module imports without the jail.
+    "seccomp": re.compile(r"\[Errno 1\]|Operation not permitted|No module named"),
     "landlock": re.compile(r"\[Errno 13\]|Permission denied"),
     "rlimits": re.compile(r"\[Errno (24|11)\]|Too many open files|Resource temporarily unavailable"),
 }

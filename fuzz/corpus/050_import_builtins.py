@@ -1,6 +1,6 @@
 # attack: builtins recovery
 # stops: restrictedpython: "builtins" is a reserved name
-# os: process/rlimits: Too many open files
+# os: process/seccomp: Operation not permitted
 # baseline: -restrictedpython -guards => escaped
 # import builtins
 import builtins

@@ -1,6 +1,6 @@
 # attack: builtins recovery
 # stops: guards: variable 'vars' is not defined
-# os: process/rlimits: Too many open files
+# os: process/seccomp: Operation not permitted
 # baseline: -guards => escaped
 # vars() of the namespace
 print("ESCAPED", len(vars()["__builtins__"]["open"]("/etc/passwd").read()))

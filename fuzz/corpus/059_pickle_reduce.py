@@ -1,6 +1,6 @@
 # attack: loader and module tricks
 # stops: guards: __import__ not found
-# os: process/rlimits: Too many open files
+# os: process/seccomp: No module named 'pickle'
 # baseline: -guards => escaped
 # pickle.loads with a __reduce__ that calls posix.posix_spawn
 import pickle

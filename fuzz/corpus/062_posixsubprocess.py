@@ -1,6 +1,6 @@
 # attack: loader and module tricks
 # stops: restrictedpython: "_posixsubprocess" is an invalid variable name
-# os: process/rlimits: Too many open files
+# os: process/seccomp: No module named '_posixsubprocess'
 # baseline: -restrictedpython -guards => escaped
 # the private _posixsubprocess module behind subprocess
 import _posixsubprocess

@@ -1,6 +1,6 @@
 # attack: fork bomb
 # stops: guards: __import__ not found
-# os: process/rlimits: Too many open files
+# os: process/seccomp: No module named 'subprocess'
 # baseline: -guards => escaped
 # subprocess.run
 import subprocess

@@ -1,6 +1,6 @@
 # attack: fork bomb
 # stops: guards: __import__ not found
-# os: process/rlimits: Too many open files
+# os: process/seccomp: No module named 'pty'
 # baseline: -guards => escaped
 # pty.fork
 import os, pty

@@ -1,6 +1,6 @@
 # attack: /proc and symlink tricks
 # stops: guards: __import__ not found
-# os: process/landlock: Permission denied
+# os: process/seccomp: Operation not permitted
 # baseline: -guards => escaped
 # the broker's environment in /proc/<parent>/environ, after closing stderr to free a descriptor
 import os

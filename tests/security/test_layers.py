@@ -155,8 +155,9 @@ def stops(name: str, uid_active: bool) -> dict[str, Stop]:
     """attack -> {layer: how that layer alone stops it}. `uid_active`: the uid layer dropped root."""
     uid = {"uid": EACCES} if uid_active else {}  # pytest's tmp dirs are 0700 root
     table = {
-        "read_canary": {**uid, "landlock": EACCES, "rlimits": EMFILE},
-        "write_file": {**uid, "landlock": EACCES, "rlimits": EMFILE},
+        # seccomp refuses every open after start-up too (a jail without Landlock keeps no files).
+        "read_canary": {**uid, "landlock": EACCES, "seccomp": EPERM, "rlimits": EMFILE},
+        "write_file": {**uid, "landlock": EACCES, "seccomp": EPERM, "rlimits": EMFILE},
         "connect_loopback": {"netns": Stop(errno.ENETUNREACH), "seccomp": EPERM, "rlimits": EMFILE}
         | ({"landlock": EACCES} if LANDLOCK_ABI >= 4 else {}),
         # As root RLIMIT_NPROC is not enforced: rlimits stop a fork only together with uid.
@@ -171,12 +172,13 @@ def stops(name: str, uid_active: bool) -> dict[str, Stop]:
         | ({"landlock": EPERM} if LANDLOCK_ABI >= 6 else {}),
         "ptrace_parent": {"seccomp": EPERM, "landlock": EPERM} | ({"uid": EPERM} if uid_active else {})
         | ({"netns": EPERM} if USERNS else {}),  # the parent is outside the worker's user namespace
-        "parent_environ": {**uid, "landlock": EACCES, "rlimits": EMFILE} | ({"netns": EACCES} if USERNS else {}),
+        "parent_environ": {**uid, "landlock": EACCES, "seccomp": EPERM, "rlimits": EMFILE}
+        | ({"netns": EACCES} if USERNS else {}),
         "prlimit_parent": {"seccomp": EPERM} | ({"uid": EPERM} if uid_active else {}),
         # The owner is recorded, but the kernel (other uid) or Landlock (signal scope) never signals.
         "sigio_parent": {"seccomp": EPERM} | ({"uid": Stop(silent=True)} if uid_active else {})
         | ({"landlock": Stop(silent=True)} if LANDLOCK_ABI >= 6 else {}),
-        "disk_exhaustion": {**uid, "landlock": EACCES, "rlimits": Stop(errno.EFBIG)},
+        "disk_exhaustion": {**uid, "landlock": EACCES, "seccomp": EPERM, "rlimits": Stop(errno.EFBIG)},
         "descriptor_exhaustion": {"rlimits": EMFILE},
     }
     return table[name]

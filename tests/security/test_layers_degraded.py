@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CANARY
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="the wrapper's filter uses x86_64 syscall numbers")
@@ -95,3 +97,16 @@ def test_the_default_run_still_runs_and_verbose_names_the_missing_layers(fdsl, s
     layers = next(line for line in done.stderr.splitlines() if line.startswith("[fdsl] layers: "))
     assert "netns=" + NETNS_REASON in layers and "landlock=" + LANDLOCK_REASON in layers, layers
     assert "seccomp=active" in layers and "rlimits=active" in layers, layers
+
+
+def test_without_landlock_the_filesystem_stays_closed(fdsl, sandbox, tmp_path):
+    """Plain Python (transpiler and RestrictedPython bypassed) in a worker whose kernel has no
+    Landlock: seccomp refuses the open itself, so the canary outside the root is not read.
+    Closing fd 2 first frees a descriptor, so RLIMIT_NOFILE is no wall here."""
+    root, canary = sandbox
+    attack = tmp_path / "read.py"
+    attack.write_text(f"import os\nos.close(2)\nprint(open({str(canary)!r}).read())\n")
+    done = fdsl("audit", str(attack), "--mode", "os", "--root", str(root))
+    assert done.returncode == 1, done
+    assert CANARY not in done.stdout + done.stderr
+    assert "[Errno 1] Operation not permitted" in done.stdout + done.stderr, done

@@ -19,10 +19,10 @@ def test_cant_open_a_file(run_worker_code, sandbox):
     result, output = run_worker_code(f"print(open({str(canary)!r}).read())", mode="os")
     assert result.status == "error"
     assert CANARY not in output
-    # The kernel allocates the descriptor before it looks at the path: RLIMIT_NOFILE answers
-    # first (Landlock's EACCES is asserted alone in tests/security/test_layers.py).
+    # seccomp refuses the open at the syscall's entry, before RLIMIT_NOFILE (EMFILE) or
+    # Landlock (EACCES) look at it; each alone is asserted in tests/security/test_layers.py.
     assert result.error["kind"] == "RuntimeError"
-    assert "[Errno 24] Too many open files" in result.error["msg"], result.error
+    assert "[Errno 1] Operation not permitted" in result.error["msg"], result.error
 
 
 def test_cant_open_with_os_open(run_worker_code, sandbox):
@@ -30,7 +30,7 @@ def test_cant_open_with_os_open(run_worker_code, sandbox):
     code = f"import os\nfd = os.open({str(canary)!r}, os.O_RDONLY)\nbroker.output(os.read(fd, 100).decode())"
     result, output = run_worker_code(code, mode="os")
     assert result.status == "error"
-    assert "Too many open files" in result.error["msg"]
+    assert "[Errno 1] Operation not permitted" in result.error["msg"], result.error
     assert CANARY not in output
 
 
@@ -38,7 +38,7 @@ def test_cant_write_a_file(run_worker_code, tmp_path):
     target = tmp_path / "written.txt"
     result, _ = run_worker_code(f"open({str(target)!r}, 'w').write('x')", mode="os")
     assert result.status == "error"
-    assert "[Errno 24] Too many open files" in result.error["msg"], result.error
+    assert "[Errno 1] Operation not permitted" in result.error["msg"], result.error
     assert not target.exists()
 
 
