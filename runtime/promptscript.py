@@ -42,8 +42,9 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from runtime.errors import DeadlineExceeded, LimitError, RunSetupError, SandboxError, ScriptError
+from sandbox_worker import protocol
 
-ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
+ACTIONS = protocol.PS_ACTIONS
 POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
 POLICY_INT_KEYS = ("maxFileBytes", "maxFilesChanged")
 DEFAULT_MAX_FILE_BYTES = 500_000
@@ -54,7 +55,7 @@ LOOP_MAX_CYCLE = 4
 MAX_ANSWER_CHARS = 4096
 EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget", "end"})
 RUN_LOG_DIR = ".ps-runs"
-PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")  # parallel(): the read-only actions only
+PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS  # parallel(): the read-only actions only
 MAX_PARALLEL = 16  # parallel(): most threads at once
 MAX_PARALLEL_ITEMS = 1000
 
@@ -375,10 +376,14 @@ class PSSession:
         self.stop(f"budget exceeded: --max-time {self.options.max_time_ms} ms "
                   f"(the script ran for {elapsed_ms} ms{detail})")
 
-    def stop(self, message: str):
+    def spend_budget(self, message: str, **fields) -> None:
+        """A budget ran out: it stays spent, and the run log says so once."""
         if self.stopped is None:
             self.stopped = LimitError(message)
-            self.event("budget", message=message)
+            self.event("budget", **fields, message=message)
+
+    def stop(self, message: str):
+        self.spend_budget(message)
         raise self.stopped
 
     # -- handlers --
@@ -430,10 +435,7 @@ class PSSession:
                 self.steps = max(self.steps, fields["steps"])
             return None
         if kind == "budget":  # a budget the worker enforces itself (--max-time) ran out
-            message = str(fields.get("message", "budget exceeded"))[:500]
-            if self.stopped is None:
-                self.stopped = LimitError(message)
-                self.event("budget", line=line, message=message)
+            self.spend_budget(str(fields.get("message", "budget exceeded"))[:500], line=line)
             return None
         self.event(kind, line=line, **{str(k)[:40]: v for k, v in fields.items()})
         return None

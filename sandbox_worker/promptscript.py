@@ -36,9 +36,10 @@ import re
 import signal
 import time
 
+from sandbox_worker import protocol
 from sandbox_worker.client import BrokerClient, ScriptFailure
 
-ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
+ACTIONS = protocol.PS_ACTIONS
 POLICY_KEYS = {
     "allowActions": "an array of action names",
     "allowCommands": "an array of command names",
@@ -954,8 +955,7 @@ def validate_plan(plan) -> tuple[str, dict]:
 
 # ---- globals ---------------------------------------------------------------------------------
 
-PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")
-RUNTIME_VARS = ("allowed_actions", "allowed_commands", "files_changed", "max_files_changed")
+PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS
 
 
 def restricted_globals(client: BrokerClient) -> dict:

@@ -97,6 +97,11 @@ OPS: dict[str, dict[str, str]] = {
     "ps.event": {"kind": STR, "line": INT, "data": STR},
 }
 
+# The actions a ps.action names (spec: "Acciones del LLM"), and those ps.parallel may run
+# (the read-only ones).
+PS_ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
+PS_PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")
+
 # Ops of PromptScript runs (never in a FilesDSL run's handler table).
 PS_OPS = frozenset(op for op in OPS if op.startswith("ps."))
 

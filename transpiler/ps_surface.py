@@ -27,7 +27,3 @@ RUNTIME_HELPERS: frozenset[str] = frozenset({
     "ps_ne", "ps_lt", "ps_le", "ps_gt", "ps_ge", "ps_in", "ps_not_in", "ps_guard", "ps_policy",
     "ps_retry", "ps_timeout", "ps_make_class", "ps_var", "ps_range_iter",
 })
-
-# The actions apply() dispatches to (spec: "Acciones del LLM").
-ACTIONS: tuple[str, ...] = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD",
-                            "ASK_USER", "REPORT")
