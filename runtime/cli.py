@@ -155,8 +155,8 @@ def command_run(args) -> int:
     lang = args.lang or LANGUAGES.get(script.suffix)
     if lang is None:
         raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
-    if (args.timeout is not None and args.timeout <= 0) or args.memory <= 0 or args.max_output < 0:
-        raise UsageError("--timeout and --memory must be positive, --max-output not negative")
+    if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
+        raise UsageError("--memory must be positive, --max-output not negative")
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     sandbox = build_sandbox(args)
     options = None
@@ -251,8 +251,8 @@ def command_audit(args) -> int:
         raise UsageError(f"cannot read {args.script}: {exc.strerror}") from None
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root {args.root}: not a directory")
-    if args.timeout <= 0 or args.memory <= 0 or args.max_output < 0:
-        raise UsageError("--timeout and --memory must be positive, --max-output not negative")
+    if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
+        raise UsageError("--memory must be positive, --max-output not negative")
     layers = None
     if args.layers is not None:
         layers = frozenset(name.strip() for name in args.layers.split(",") if name.strip())
