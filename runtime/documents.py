@@ -13,11 +13,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from runtime.errors import LimitError, ScriptError
+from runtime.textsearch import compile_trusted
 from runtime.vfs import Resolved, VirtualFS, WalkEntry
 
 LINES_PER_PAGE = 80
@@ -65,14 +68,14 @@ class Document:
             self._lines = self.text.splitlines()
         return self._lines
 
-    @property
-    def toc(self) -> list[TocEntry] | None:
-        """PDF outline, else detected headings/TOC lines; None when nothing is found."""
+    def toc(self, check: Callable[[], None] | None = None) -> list[TocEntry] | None:
+        """PDF outline, else detected headings/TOC lines; None when nothing is found.
+        `check()` runs while lines are scanned (deadline checks)."""
         if not self._toc_done:
             if self.outline:
                 self._toc = list(self.outline)
             else:
-                found = detect_toc(self.pages)
+                found = detect_toc(self.pages, check)
                 self._toc = found or None
             self._toc_done = True
         return self._toc
@@ -127,29 +130,40 @@ def parse_pdf(vpath: str, data: bytes) -> Document:
 
 # ------------------------------------------------------------------------- TOC detection
 
+# The patterns run on RE2 (runtime/textsearch.py): a document is hostile input, and these once
+# backtracked cubically on a run of blanks. Python syntax; each is matched at a line's start.
 # ATX heading: up to 3 spaces, 1-6 '#', then a space/tab and the title (an optional closing
 # run of '#' preceded by a space is removed).
-ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+ATX_HEADING = r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*\Z"
 # Fenced code block delimiter: up to 3 spaces then ``` or ~~~ (3 or more).
-FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+FENCE = r"^ {0,3}(`{3,}|~{3,})"
 # Dotted TOC line: a title, a leader of 3+ dots (optionally spaced: ". . .") or ellipsis
 # characters, then the page number at the end of the line.  "1.1 Scope ........ 2"
-DOTTED_TOC = re.compile(r"^[ \t]*(?P<title>\S.*?)[ \t]*(?:(?:\.[ \t]?){3,}|\u2026+)[ \t]*(?P<page>\d{1,5})[ \t]*$")
+DOTTED_TOC = r"^[ \t]*(?P<title>\S.*?)[ \t]*(?:(?:\.[ \t]?){3,}|\u2026+)[ \t]*(?P<page>\d{1,5})[ \t]*\Z"
 # Numbered TOC line without leader: a section number, a title, then 2+ spaces (or a tab) and
 # the page number at the end.  "2.3 Results     14"
-NUMBERED_TOC = re.compile(r"^[ \t]*(?P<title>\d+(?:\.\d+)*\.?[ \t]+\S.*?)(?:[ \t]{2,}|\t)[ \t]*(?P<page>\d{1,5})[ \t]*$")
-# Section number at the start of a title: its components give the level.
-SECTION_NUMBER = re.compile(r"^(\d+(?:\.\d+)*)\.?(?=[ \t])")
+NUMBERED_TOC = r"^[ \t]*(?P<title>\d+(?:\.\d+)*\.?[ \t]+\S.*?)(?:[ \t]{2,}|\t)[ \t]*(?P<page>\d{1,5})[ \t]*\Z"
+# Section number at the start of a title (then a blank): its components give the level.
+SECTION_NUMBER = r"^(\d+(?:\.\d+)*)\.?[ \t]"
 MAX_TOC_LINE = 300
+TOC_CHECK_EVERY = 256  # lines between deadline checks
+# One character class each: no engine can backtrack on these.
 _HAS_LETTER = re.compile(r"[^\W\d_]")
+_BLANKS = re.compile(r"\s+")
+
+
+@functools.cache
+def _toc_patterns():
+    return tuple(compile_trusted(source, what="TOC pattern")
+                 for source in (ATX_HEADING, FENCE, DOTTED_TOC, NUMBERED_TOC, SECTION_NUMBER))
 
 
 def _toc_level(title: str) -> int:
-    m = SECTION_NUMBER.match(title)
+    m = _toc_patterns()[4].match(title)
     return m.group(1).count(".") + 1 if m else 1
 
 
-def detect_toc(pages: list[str]) -> list[TocEntry]:
+def detect_toc(pages: list[str], check: Callable[[], None] | None = None) -> list[TocEntry]:
     """Headings and TOC lines, in document order, one entry per line.
 
     For each line of each page (page text split with str.splitlines, so a text file's line L
@@ -159,13 +173,20 @@ def detect_toc(pages: list[str]) -> list[TocEntry]:
          number at the end of the line);
       3. else a numbered TOC line (NUMBERED_TOC) -> same, the title keeps its number.
     A TOC title must contain a letter. Levels are at least 1. Lines longer than
-    MAX_TOC_LINE characters are never headings or TOC entries (this also bounds the regex work).
+    MAX_TOC_LINE characters are never headings or TOC entries. `check()` runs every
+    TOC_CHECK_EVERY lines.
     """
+    atx_heading, fence_line, dotted_toc, numbered_toc, _ = _toc_patterns()
     entries: list[TocEntry] = []
     fence: str | None = None
+    seen = 0
     for page_no, page in enumerate(pages, start=1):
         for line in page.splitlines():
-            fm = FENCE.match(line)
+            seen += 1
+            if check is not None and seen % TOC_CHECK_EVERY == 0:
+                check()
+            lead = line.lstrip(" ")[:1]
+            fm = fence_line.match(line) if lead in ("`", "~") else None
             if fence is not None:
                 if fm and fm.group(1)[0] == fence[0] and len(fm.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
                     fence = None
@@ -175,7 +196,7 @@ def detect_toc(pages: list[str]) -> list[TocEntry]:
                 continue
             if len(line) > MAX_TOC_LINE:
                 continue
-            m = ATX_HEADING.match(line)
+            m = atx_heading.match(line) if lead == "#" else None
             if m:
                 title = m.group(2).strip()
                 if title and not set(title) <= {"#"}:
@@ -183,9 +204,9 @@ def detect_toc(pages: list[str]) -> list[TocEntry]:
                 continue
             if not line.rstrip()[-1:].isdigit():
                 continue
-            m = DOTTED_TOC.match(line) or NUMBERED_TOC.match(line)
+            m = dotted_toc.match(line) or numbered_toc.match(line)
             if m:
-                title = re.sub(r"\s+", " ", m.group("title").strip())
+                title = _BLANKS.sub(" ", m.group("title").strip())
                 if _HAS_LETTER.search(title):
                     entries.append((_toc_level(title), title, int(m.group("page"))))
     return entries

@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 
 from runtime.documents import DocumentStore, Document, decode_text, format_toc, is_pdf_name
 from runtime.errors import LimitError, ScriptError
-from runtime.textsearch import Pattern, Searcher, compile_pattern
+from runtime.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
 from runtime.vfs import Resolved, VirtualFS, WalkEntry
 
 SCOPES = ("name", "content", "both")
@@ -71,8 +71,9 @@ def suffix_of(name: str) -> str:
     return name[dot:] if dot > 0 and dot < len(name) - 1 else ""
 
 
-def glob_to_regex(glob: str) -> re.Pattern:
-    """Translate a glob (see module docstring) to an anchored regex over '/'-paths."""
+def glob_to_regex(glob: str) -> Pattern:
+    """Translate a glob (see module docstring) to a pattern over '/'-paths, run on RE2:
+    `.match(path)` is a full match."""
     out = []
     i, n = 0, len(glob)
     while i < n:
@@ -109,10 +110,10 @@ def glob_to_regex(glob: str) -> re.Pattern:
         else:
             out.append(re.escape(c))
         i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    return compile_trusted("".join(out) + r"\Z", re.DOTALL, what="glob", shown=glob)
 
 
-def compile_glob(glob: str) -> re.Pattern:
+def compile_glob(glob: str) -> Pattern:
     """A script's glob, checked, as an anchored regex (see glob_to_regex)."""
     if not isinstance(glob, str) or not glob:
         raise ScriptError("a glob must be a non-empty string such as '**/*.md'")
@@ -386,7 +387,7 @@ class FilesService:
         if max_items < 1:
             raise ScriptError(f"max_items must be 1 or more, not {max_items}")
         doc = self._doc(path)
-        toc = doc.toc
+        toc = doc.toc(self.check_deadline)
         if not toc:
             return f"No table of contents detected for {doc.vpath}"
         return format_toc(toc, max_items)

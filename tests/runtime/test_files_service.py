@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from runtime.errors import LimitError, ScriptError
 from runtime.files import FilesService, glob_to_regex
-from runtime.textsearch import compile_pattern
+from runtime.textsearch import Searcher, compile_pattern
 from runtime.documents import decode_text
 from runtime.vfs import VirtualFS
 from sandbox_worker.protocol import OPS
@@ -282,4 +282,4 @@ def test_bytes_verdict_agrees_with_the_regex(data, literal, ignore_case):
     pat = compile_pattern(literal, ignore_case)
     verdict = pat.bytes_verdict(data)
     if verdict is not None:
-        assert verdict == (pat.compiled.search(decode_text(data)) is not None)
+        assert verdict == Searcher().text_matches(pat, decode_text(data))

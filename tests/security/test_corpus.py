@@ -183,25 +183,32 @@ def test_a_stop_past_the_deadline_is_reported(tmp_path, box):
 # ---------------------------------------------------------------- the broker's regex deadline
 
 REGEX_PROBE = """
-import sys, time
+import random, sys, time
 sys.path.insert(0, {repo!r})
 from runtime.errors import DeadlineExceeded
 from runtime.textsearch import Searcher, compile_pattern
-pattern = compile_pattern("(a|aa)+$")
+rng = random.Random(1)
+text = {text}
+pattern = compile_pattern({pattern!r})
 started = time.monotonic()
 print("ready", flush=True)
 try:
-    Searcher(started + 1.0).search(pattern, "a" * 40 + "!")
+    Searcher(started + 1.0).search(pattern, text)
 except DeadlineExceeded:
     print(f"{{time.monotonic() - started:.2f}}", flush=True)
 """
 
 
-def test_a_catastrophic_regex_in_the_broker_stops_at_the_wall_clock_deadline():
+@pytest.mark.parametrize("pattern, text", [
+    ("(?=a)(a|aa)+$", '"a" * 40 + "!"'),  # backtracks exponentially: only the fallback can run it
+    ("[ab]*a[ab]{200}", '"".join(rng.choice("ab") for _ in range(1_200_000))'),  # RE2's slowest, still linear
+], ids=["fallback", "re2"])
+def test_a_long_regex_search_in_the_broker_stops_at_the_wall_clock_deadline(pattern, text):
     # The broker is paused for 1.5 s mid-search (as heavy CPU contention would do): a wall-clock
     # deadline of 1 s has passed when it resumes, so the search must end at once.
     repo = str(Path(__file__).resolve().parents[2])
-    probe = subprocess.Popen([sys.executable, "-c", REGEX_PROBE.format(repo=repo)], stdout=subprocess.PIPE, text=True)
+    probe = subprocess.Popen([sys.executable, "-c", REGEX_PROBE.format(repo=repo, pattern=pattern, text=text)],
+                             stdout=subprocess.PIPE, text=True)
     try:
         assert probe.stdout.readline().strip() == "ready"
         time.sleep(0.2)
