@@ -205,7 +205,7 @@ class FilesService:
     def list_entries(self, path: str, what: str = "list()") -> tuple[Resolved, list[WalkEntry]]:
         """One directory's entries, sorted by name (FilesDSL list(), fdsl ls, list_directory)."""
         res, _ = self.vfs.resolve_dir(path)
-        entries = self.vfs.list_dir(res)
+        entries = self.vfs.list_dir(res, self.check_deadline)
         if len(entries) > self.max_entries:
             raise self._too_many(what, res.vpath)
         return res, entries

@@ -370,10 +370,11 @@ class VirtualFS:
                 st = None
         return loc, st, to_virtual(loc.parts)
 
-    def list_dir(self, dir_res: Resolved) -> list[WalkEntry]:
-        """Entries of one directory, sorted by name. Unreadable entries are skipped."""
+    def list_dir(self, dir_res: Resolved, check: Callable[[], None] | None = None) -> list[WalkEntry]:
+        """Entries of one directory, sorted by name. Unreadable entries are skipped.
+        `check` is called for each entry met (deadline checks)."""
         self.check_listable(dir_res, recursive=False)
-        return list(self._scan(dir_res.parts, dir_res.parts, dir_res.loc))
+        return list(self._scan(dir_res.parts, dir_res.parts, dir_res.loc, check))
 
     def _readable_entry(self, e: WalkEntry) -> bool:
         """Listings show what a script could open: no file the mount's suffixes refuse."""
@@ -383,9 +384,11 @@ class VirtualFS:
             return True
         return self.suffix_allowed(e.loc)
 
-    def _scan(self, base_parts: tuple[str, ...], parts: tuple[str, ...], dir_loc: Location | None) -> Iterator[WalkEntry]:
+    def _scan(self, base_parts: tuple[str, ...], parts: tuple[str, ...], dir_loc: Location | None,
+              check: Callable[[], None] | None = None) -> Iterator[WalkEntry]:
         """The entries of the directory `parts` (virtual components as asked) at `dir_loc`
-        (None: a virtual directory). Paths are shown relative to `base_parts` in `rel`."""
+        (None: a virtual directory). Paths are shown relative to `base_parts` in `rel`.
+        `check()` runs before each entry is looked at: a directory can hold millions."""
         entries: list[WalkEntry] = []
         vprefix = "/".join(parts) + "/" if parts else ""
         rel_parts = parts[len(base_parts):]
@@ -405,6 +408,8 @@ class VirtualFS:
             try:
                 with os.scandir(fd) as it:
                     for de in it:
+                        if check is not None:
+                            check()
                         name = de.name
                         if name in child_mounts:
                             continue  # shadowed by a mount
@@ -456,10 +461,11 @@ class VirtualFS:
         entries.sort(key=lambda e: e.name)
         return iter(entries)
 
-    def walk(self, dir_res: Resolved, recursive: bool, check=None) -> Iterator[WalkEntry]:
+    def walk(self, dir_res: Resolved, recursive: bool, check: Callable[[], None] | None = None) -> Iterator[WalkEntry]:
         """Entries under a directory, depth-first, each directory's entries in name order
         (callers sort by path). Directory symlinks are reported, never entered.
-        `check` is called before each directory is read (deadline checks)."""
+        `check` is called before each directory is read and for each entry met (deadline
+        checks)."""
         self.check_listable(dir_res, recursive)
         # (virtual components, location or None for a virtual directory)
         stack: list[tuple[tuple[str, ...], Location | None]] = [(dir_res.parts, dir_res.loc)]
@@ -483,7 +489,7 @@ class VirtualFS:
                     continue
                 visited.add(key)
             subdirs = []
-            for entry in self._scan(base, parts, loc):
+            for entry in self._scan(base, parts, loc, check):
                 yield entry
                 if recursive and entry.kind == "directory" and (entry.loc is not None or entry.virtual):
                     subdirs.append((parts + (entry.name,), entry.loc))
