@@ -21,7 +21,7 @@ denial names what is allowed, exactly (readable: allowRead; writable: allowWrite
 allowRead). The run log directory ``.ps-runs`` is never writable by scripts.
 
 Time: ``deadline`` (runtime.promptscript.OpDeadline) says when the op must stop: SEARCH checks
-it per directory and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
+it per directory entry and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
 is a spent --max-time budget or the worker's `timeout` block, whichever came first.
 """
 
@@ -43,6 +43,7 @@ from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
 from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.sandbox import Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
 from runtime.toolset import FileSystemToolset, os_error
+from runtime.vfs import VirtualFS
 
 DEFAULT_READ_BYTES = 500_000
 DEFAULT_SEARCH_RESULTS = 200
@@ -344,32 +345,21 @@ class ProjectActions:
         size = self._write("PATCH_FILE", sb, rel, new_text, policy)
         return {"path": rel, "bytes": size, "format": fmt, "changed": new_text != text}, None
 
-    def _files(self, sb: Sandbox, globs: list, deadline_check) -> list[str]:
-        """Project-relative paths of the regular files the scope may read, sorted."""
-        patterns = [glob_matcher(g) for g in globs]
+    def _files(self, sb: Sandbox, patterns: list, deadline_check) -> list[str]:
+        """Project-relative paths of the regular files the scope may read, sorted. The walk
+        opens each directory beneath the project's descriptor and follows no symlink
+        (runtime/vfs.py): a directory swapped for a symlink mid-walk is not entered."""
+        vfs = VirtualFS(sb)
+        top, _ = vfs.resolve_dir("/")
         out: list[str] = []
-        root = str(self.project)
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            deadline_check()
-            rel_dir = os.path.relpath(dirpath, root)
-            rel_dir = "" if rel_dir == "." else rel_dir + "/"
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS
-                                 and not os.path.islink(os.path.join(dirpath, d)))
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                try:
-                    if not statmod.S_ISREG(os.lstat(full).st_mode):
-                        continue  # symlinks and special files are not searched
-                except OSError:
-                    continue
-                rel = rel_dir + name
-                if patterns and not any(match(rel) for match in patterns):
-                    continue
-                if not sb.can_read("/" + rel):
-                    continue
-                out.append(rel)
-                if len(out) > MAX_SEARCH_FILES:
-                    raise LimitError(f"SEARCH: more than {MAX_SEARCH_FILES} files to search; narrow it with globs")
+        for e in vfs.walk(top, True, check=deadline_check, prune=lambda e: e.name in SKIPPED_DIRS):
+            if e.kind != "file":
+                continue  # directories, symlinks and special files are not searched
+            if patterns and not any(match(e.vpath) for match in patterns):
+                continue
+            out.append(e.vpath)
+            if len(out) > MAX_SEARCH_FILES:
+                raise LimitError(f"SEARCH: more than {MAX_SEARCH_FILES} files to search; narrow it with globs")
         return sorted(out)
 
     def search(self, args: dict, policy: dict):
@@ -388,6 +378,10 @@ class ProjectActions:
         for g in globs:
             if not g or "\x00" in g or len(g) > 1000:
                 raise ActionArgError("SEARCH: each glob must be a non-empty pattern such as 'src/**/*.py'")
+        try:
+            patterns = [glob_matcher(g) for g in globs]
+        except ScriptError as exc:
+            raise ActionArgError(f"SEARCH: {exc}") from None
         sb = self.sandbox
         started = time.monotonic()
 
@@ -396,7 +390,7 @@ class ProjectActions:
             if left is not None and left <= 0:
                 raise self.deadline.expired(f"SEARCH was stopped after {int((time.monotonic() - started) * 1000)} ms")
 
-        files = self._files(sb, globs, deadline_check)
+        files = self._files(sb, patterns, deadline_check)
         if not query:
             return [{"path": p} for p in files[:limit]], None
         needle = query.encode("utf-8", "surrogatepass")

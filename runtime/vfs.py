@@ -23,7 +23,8 @@ root itself is "."); the Sandbox's own API uses "/data/a.txt".
   (the root "/" when the mounts are "/docs" and "/out"; "/docs" in a sandbox derived with
   allow_read="/docs/public") can be listed and walked: its entries are the next component of
   each readable root below it, as DirectoryEntry (a root's own size and time; 0 and 0 for a
-  purely virtual step). It holds no files; nothing can be written there.
+  purely virtual step), or FileEntry for a readable root that is a file. Nothing can be
+  written there.
 
 No host path ever appears in a return value or an error message of this module.
 """
@@ -446,26 +447,28 @@ class VirtualFS:
         for name, root in toward_roots.items():
             if name in names:
                 continue
-            if len(root) == len(parts) + 1:  # a readable root itself: a real directory
+            if len(root) == len(parts) + 1:  # a readable root itself: a real directory or file
                 try:
                     loc = self.sandbox.locate(_abs(root), op="read")
                     lst = self._fstat(self._resolved(loc), "no such directory")
                 except (SandboxError, ScriptError):
                     continue
-                if not statmod.S_ISDIR(lst.st_mode):
-                    continue
-                entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, loc.host, None, loc))
+                kind = _kind_of(lst.st_mode)
+                entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, lst, loc.host, None, loc)
+                if kind in ("directory", "file") and self._readable_entry(entry):
+                    entries.append(entry)
             else:  # a step on the way to deeper readable roots
                 entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", VIRTUAL_DIR_STAT,
                                          VIRTUAL_DIR_STAT, None, None, None, virtual=True))
         entries.sort(key=lambda e: e.name)
         return iter(entries)
 
-    def walk(self, dir_res: Resolved, recursive: bool, check: Callable[[], None] | None = None) -> Iterator[WalkEntry]:
+    def walk(self, dir_res: Resolved, recursive: bool, check: Callable[[], None] | None = None,
+             prune: Callable[[WalkEntry], bool] | None = None) -> Iterator[WalkEntry]:
         """Entries under a directory, depth-first, each directory's entries in name order
         (callers sort by path). Directory symlinks are reported, never entered.
         `check` is called before each directory is read and for each entry met (deadline
-        checks)."""
+        checks); `prune(entry)` true keeps a directory out of the walk (it is still yielded)."""
         self.check_listable(dir_res, recursive)
         # (virtual components, location or None for a virtual directory)
         stack: list[tuple[tuple[str, ...], Location | None]] = [(dir_res.parts, dir_res.loc)]
@@ -491,7 +494,8 @@ class VirtualFS:
             subdirs = []
             for entry in self._scan(base, parts, loc, check):
                 yield entry
-                if recursive and entry.kind == "directory" and (entry.loc is not None or entry.virtual):
+                if recursive and entry.kind == "directory" and (entry.loc is not None or entry.virtual) \
+                        and (prune is None or not prune(entry)):
                     subdirs.append((parts + (entry.name,), entry.loc))
             stack.extend(reversed(subdirs))
 

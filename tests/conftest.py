@@ -44,3 +44,15 @@ def run_worker_code(sandbox):
         return result, "".join(output)
 
     return run
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def opener(request, monkeypatch):
+    """Each race test runs with openat2(RESOLVE_BENEATH) and with the O_NOFOLLOW walk."""
+    from runtime import safeio
+
+    if request.param == "walk":
+        monkeypatch.setitem(safeio._state, "openat2", False)
+    elif not safeio.uses_openat2():
+        pytest.skip("no openat2 on this kernel")
+    return request.param

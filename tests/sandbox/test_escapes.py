@@ -10,7 +10,6 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-from runtime import safeio
 from runtime.errors import SandboxError, ScriptError
 from runtime.toolset import FileSystemToolset
 from tests.sandbox.conftest import CANARY
@@ -173,16 +172,6 @@ def test_the_race_is_real_for_a_naive_check_then_open(world):
             except OSError:
                 pass
     assert leaked
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def opener(request, monkeypatch):
-    """Each race test runs with openat2(RESOLVE_BENEATH) and with the O_NOFOLLOW walk."""
-    if request.param == "walk":
-        monkeypatch.setitem(safeio._state, "openat2", False)
-    elif not safeio.uses_openat2():
-        pytest.skip("no openat2 on this kernel")
-    return request.param
 
 
 def test_swapped_component_never_yields_the_outside_file(world, opener):
