@@ -69,6 +69,9 @@ LIFTED_TIMEOUT, LIFTED_MEMORY, LIFTED_OUTPUT = 2, 4, 4
 DEADLINE_SLACK = 1.5
 # A file in the corpus root on which a backtracking engine takes exponential time.
 BACKTRACK_FILE = ("data/backtrack.txt", "a" * 40 + "!\n")
+# A document whose lines made the table-of-contents patterns backtrack cubically (~50 ms a line).
+TOC_BOMB_FILE = ("data/toc_bomb.txt", ("1 a" + " " * 290 + "x1\n") * 200)
+CORPUS_FILES = (BACKTRACK_FILE, TOC_BOMB_FILE)
 
 HEADER = re.compile(r"#\s*(attack|stops|os|baseline):\s*(.+)")
 LAYER_LINE = re.compile(r"([a-z]+(?:/[a-z]+)?):\s*(.+)")
@@ -287,7 +290,7 @@ exec(_code, _namespace)
 # os.path.join (an absolute path replaces it, '..' climbs, symlinks are followed) and opened,
 # and regexes run with no deadline. What a naive file API does.
 NAIVE_API = '''\
-import os, fnmatch, regex
+import os, re, regex
 
 class NaiveFile:
     def __init__(self, path):
@@ -307,6 +310,10 @@ class NaiveFile:
 
     def search(self, pattern, ignore_case=False):
         return [1] if regex.search(pattern, self.read(), regex.MULTILINE) else []
+
+    def table(self, max_items=50):
+        from runtime.documents import DOTTED_TOC, NUMBERED_TOC  # the TOC patterns, on a backtracking engine
+        return [line for line in self.read().splitlines() if re.match(DOTTED_TOC, line) or re.match(NUMBERED_TOC, line)]
 
 
 class NaiveDirectory:
@@ -328,7 +335,10 @@ class NaiveDirectory:
         return sorted(os.listdir(self.host))
 
     def find(self, glob):
-        return [p for p in self._walk() if fnmatch.fnmatch(os.path.relpath(p, self.host), glob)]
+        # "*" and "**" as greedy regexes, as naive glob code translates them
+        parts = re.split(r"(\\*\\*|\\*|\\?)", glob)
+        rx = "".join({"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part)) for part in parts)
+        return [p for p in self._walk() if re.fullmatch(rx, os.path.relpath(p, self.host))]
 
     def grep(self, pattern, glob=None, ignore_case=True):
         hits = []

@@ -377,10 +377,10 @@ def fuzz_corpus(budget_s: float = 0.0, seed: int = 0, jobs: int = 2, modes=("res
     that did not succeed."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from fuzz.corpus import BACKTRACK_FILE, check_entry, load_corpus
+    from fuzz.corpus import CORPUS_FILES, check_entry, load_corpus
 
     stats = Stats("corpus", "payloads")
-    box = Sandbox([BACKTRACK_FILE])
+    box = Sandbox(CORPUS_FILES)
     started = time.monotonic()
     entries = load_corpus()
     random.Random(seed).shuffle(entries)  # the order varies with the seed; the set never does

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.corpus import (BACKTRACK_FILE, CORPUS_TIMEOUT, LAYER_ORDER, Entry, check_entry, check_stop, classify,
+from fuzz.corpus import (CORPUS_FILES, CORPUS_TIMEOUT, LAYER_ORDER, Entry, check_entry, check_stop, classify,
                          load_corpus, parse_entry, run_baseline, run_os, run_restricted, verdict)
 from fuzz.targets import CANARY, Sandbox
 
@@ -29,7 +29,7 @@ CLASSES = ("subclass walk", "function globals", "generator/coroutine/traceback f
 
 @pytest.fixture(scope="module")
 def box():
-    sandbox = Sandbox([BACKTRACK_FILE])
+    sandbox = Sandbox(CORPUS_FILES)
     yield sandbox
     sandbox.close()
 
