@@ -1,6 +1,6 @@
 """Benchmarks for the FilesDSL pipeline, each reported against a baseline measured in the same run.
 
-    python bench/run.py [--runs N] [--files N]
+    python bench/run.py [--runs N] [--files N] [--only regex]
 
 Machines are shared and noisy: read the ratios, not the absolute times. Nothing here is a
 test; targets are printed beside the figures for the closing note.
@@ -153,15 +153,57 @@ def content_search(runs: int, files: int) -> None:
             print(f"  broker peak RSS after searching and reading every file: {kib / 1024:.1f} MiB (target <= 150 MiB)")
 
 
+REGEX_PATTERNS = {"literal": "needle-in-haystack", "regex": r"need\w+-in-\w+|(metric|method)\s+\d+"}
+
+
+def regex_engines(runs: int, files: int) -> None:
+    """RE2 (the broker's engine, through its Searcher) against Python's `re` and the `regex`
+    module (the engine before RE2), on the same decoded texts: does any file match?"""
+    import re
+
+    import regex
+
+    from runtime.textsearch import Searcher, compile_pattern
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        size = make_corpus(root, files)
+        texts = [path.read_text() for path in sorted(root.rglob("*.txt"))]
+    print(f"## Regex engines: any match in each of {len(texts)} texts ({size / 1e6:.1f} MB), median of {runs}")
+    for kind, pattern in REGEX_PATTERNS.items():
+        engines = {
+            "re": re.compile(pattern, re.MULTILINE).search,
+            "regex": regex.compile(pattern, regex.MULTILINE | regex.VERSION0).search,
+            "RE2": lambda text, pat=compile_pattern(pattern), searcher=Searcher(None): searcher.search(pat, text),
+        }
+        times, counts = {}, {}
+        for name, search in engines.items():
+            samples = []
+            for _ in range(runs):
+                started = time.perf_counter()
+                counts[name] = sum(1 for text in texts if search(text) is not None)
+                samples.append(time.perf_counter() - started)
+            times[name] = median_ms(samples)
+        assert len(set(counts.values())) == 1, counts
+        print(f"  {kind:8} {pattern!r}: {counts['RE2']} files match")
+        print(f"    re (baseline) {times['re']:8.1f} ms   regex {times['regex']:8.1f} ms ({times['regex'] / times['re']:.2f}x re)"
+              f"   RE2 {times['RE2']:8.1f} ms ({times['RE2'] / times['re']:.2f}x re, {times['RE2'] / times['regex']:.2f}x regex)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--only", choices=["regex"], help="run one benchmark only")
     args = parser.parse_args()
+    if args.only == "regex":
+        regex_engines(max(3, args.runs // 4), args.files)
+        return
     one_line_script(args.runs, REPO / "examples/docs")
     round_trip(args.calls, REPO / "examples/docs")
     content_search(max(3, args.runs // 4), args.files)
+    regex_engines(max(3, args.runs // 4), args.files)
 
 
 if __name__ == "__main__":
