@@ -4,8 +4,9 @@ A pattern is parsed by Python's own parser (`re._parser`, so its syntax and its 
 exactly Python's) and written back in two dialects with Python's semantics made explicit:
 
 - `re2`: RE2 syntax, or None with `reason` naming the construct RE2 lacks (lookaround,
-  backreferences, conditionals, atomic groups, possessive repeats, `$` without MULTILINE, a
-  lone surrogate). RE2 runs in time linear in the text.
+  backreferences, conditionals, atomic groups, possessive repeats, `$` without MULTILINE,
+  repeat counts over 1000). RE2 runs in time linear in the text. RE2 reads UTF-8, which has
+  no surrogates: its sets leave them out (a text holding one goes to the fallback).
 - `python`: the same pattern for the `regex` module (the deadline-guarded fallback), with the
   same explicit classes, so both engines agree wherever both can run.
 
@@ -39,10 +40,11 @@ MAX_CHAR = 0x10FFFF
 MAX_TRANSLATED_CHARS = 1_000_000
 RE2_MAX_REPEAT = 1000
 _I_GROUP = ((0x49, 0x49), (0x69, 0x69), (0x130, 0x131))  # I, i, U+0130 and U+0131: one fold under Python
+_NOT_SURROGATES = ((0, 0xD7FF), (0xE000, MAX_CHAR))
 _SAFE_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-class Unsupported(Exception):
+class Unsupported(ValueError):
     """The pattern needs a construct this dialect cannot express (the message names it)."""
 
 
@@ -171,10 +173,9 @@ class _Emitter:
             raise TooLarge()
         return text
 
-    def _unsupported(self, what: str) -> str:
+    def _unsupported(self, what: str) -> None:
         if self.dialect == "re2":
             raise Unsupported(what)
-        return ""
 
     # -- characters and classes
 
@@ -183,19 +184,19 @@ class _Emitter:
         if ch in _SAFE_ASCII:
             return ch
         if self.dialect == "re2":
-            if 0xD800 <= c <= 0xDFFF:
-                raise Unsupported("a lone surrogate")
             return f"\\x{{{c:x}}}"
         return f"\\U{c:08x}"
 
     def _class(self, ranges: tuple, negate: bool = False) -> str:
+        if self.dialect == "re2":
+            ranges = _intersect(ranges, _NOT_SURROGATES)
         if negate:
             if not ranges:
                 return self._out("(?s:.)")
             return self._out("[^" + self._ranges(ranges) + "]")
         if not ranges:
             return self._out("[^\\x{0}-\\x{10ffff}]" if self.dialect == "re2" else "(?!)")
-        if ranges == ((0, MAX_CHAR),):
+        if ranges in (((0, MAX_CHAR),), _NOT_SURROGATES):
             return self._out("(?s:.)")
         if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
             return self._out(self._char(ranges[0][0]))
@@ -301,13 +302,10 @@ class _Emitter:
             return self._at(av, flags)
         if op in (C.ASSERT, C.ASSERT_NOT):
             ahead = av[0] == 1
-            what = ("lookahead " if ahead else "lookbehind ") + ("(?=...)" if op is C.ASSERT else "(?!...)")
-            if not ahead:
-                what = what.replace("(?", "(?<")
-            self._unsupported(what)
             if not ahead and av[1].getwidth()[0] != av[1].getwidth()[1]:  # as Python's compiler says
                 raise re.error("look-behind requires fixed-width pattern")
             sign = "=" if op is C.ASSERT else "!"
+            self._unsupported(f"{'lookahead' if ahead else 'lookbehind'} (?{'' if ahead else '<'}{sign}...)")
             return f"(?{'' if ahead else '<'}{sign}{self.emit(av[1], flags)})"
         if op is C.GROUPREF:
             self._unsupported("a backreference")

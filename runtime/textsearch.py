@@ -4,10 +4,11 @@ time linear in the text and never past the run's deadline.
 - Syntax and semantics: Python `re` (runtime/regex_translate.py), searched, not matched.
   Script patterns get MULTILINE, and IGNORECASE when asked. An invalid pattern is a
   ScriptError "invalid regex '<pattern>': <Python's reason>". Compiled patterns are cached (LRU).
-- Engine: RE2 (google-re2). The `regex` module is the fallback for what RE2 cannot do exactly:
-  a construct it lacks (lookaround, backreferences... `Pattern.reason`), a Unicode `\\b`/`\\B`
-  over a text with non-ASCII word characters, a lone surrogate, or a search whose worst-case
-  RE2 work (compiled positions x bytes) exceeds RE2_MAX_WORK. Both run the same translation.
+- Engine: RE2 (google-re2). The `regex` module is the fallback for what RE2 cannot do
+  exactly: a construct it lacks (lookaround, backreferences... `Pattern.reason`), a Unicode
+  `\\b`/`\\B` over a text with non-ASCII word characters, a text holding a lone surrogate,
+  or a search whose worst-case RE2 work (compiled positions x bytes) exceeds RE2_MAX_WORK.
+  Both run the same translation.
 - Deadline: a Searcher checks its deadline before every search. A search that may take long
   (RE2 work over INLINE_WORK, any fallback search) runs in a daemon thread while the caller
   waits for the deadline on the wall clock, in any thread; when it passes, DeadlineExceeded

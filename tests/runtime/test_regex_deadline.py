@@ -74,9 +74,10 @@ def test_a_long_re2_search_stops_at_the_deadline():
         Searcher(time.monotonic() + 0.05).search(pattern, text)
 
 
-def test_a_passed_deadline_stops_walks_at_once(root):
+def test_a_passed_deadline_stops_walks_listings_and_tables_at_once(root):
     for i in range(50):
         (root / "data" / f"d{i}").mkdir()
+    (root / "data" / "long.md").write_text("# heading\n" * 1000)
     svc = FilesService(VirtualFS([("/", root, False)]), deadline=time.monotonic() - 1)
     for call in (
         lambda: svc.dir_files(".", True),
@@ -84,6 +85,7 @@ def test_a_passed_deadline_stops_walks_at_once(root):
         lambda: svc.dir_search(".", "zzz", "name", True, False),
         lambda: svc.file_search("data/aaa.txt", "a", False),
         lambda: svc.dir_list("data"),
+        lambda: svc.file_table("data/long.md", 50),
     ):
         with pytest.raises(DeadlineExceeded):
             call()

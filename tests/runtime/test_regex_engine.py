@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from runtime.errors import ScriptError
 from runtime.files import glob_to_regex
 from runtime.regex_translate import MAX_CHAR
-from runtime.textsearch import Searcher, compile_pattern
+from runtime.textsearch import Searcher, compile_pattern, compile_trusted
 
 
 def spans(pattern: str, text: str, ignore_case: bool = False) -> list[tuple[int, int]]:
@@ -52,7 +52,7 @@ def on_re2(pattern: str, ignore_case: bool = False) -> bool:
     (r"(?<=\$)\d+", "cost $42"), (r"(\w)\1", "hello"), (r"(a)?(?(1)b|c)", "ab c"),
     (r"(?-m:a$)", "a\n"),  # $ without MULTILINE matches before a final newline
     (r"(?!/)[^x]", "a/b"),  # a one-character lookahead before a class stays on RE2
-    ("\ud800", "x"),  # a lone surrogate
+    ("\ud800", "x"), ("a.", "\ud800a\ud800"),  # a lone surrogate in the pattern, in the text
 ])
 def test_each_difference_from_re2_is_handled(pattern, text):
     assert spans(pattern, text) == python_spans(pattern, text)
@@ -89,7 +89,7 @@ def test_ignore_case_agrees_with_python_for_every_cased_character():
     searcher = Searcher(None)
     for c in cased:
         pat = compile_pattern(re.escape(c), True)
-        ours, pos = set(), 0
+        ours = set()
         for m in searcher.finditer(pat, text):
             ours.add(text[m.start():m.end()])
         assert ours == set(re.findall("(?i)" + re.escape(c), text)), repr(c)
@@ -151,3 +151,17 @@ def test_generated_patterns_match_as_in_python(pattern, text, ignore_case):
     pat = compile_pattern(pattern, ignore_case)
     fallback = [None if (m := pat.fallback.search(text, pos)) is None else m.span() for pos in range(len(text) + 1)]
     assert fallback == python_spans(pattern, text, ignore_case)
+
+
+@settings(max_examples=500, deadline=None)
+@given(line=st.text(alphabet=" \t.\u20261a#`~é٣", max_size=30))
+def test_the_toc_patterns_match_as_python_does(line):
+    from runtime import documents
+
+    for source in (documents.ATX_HEADING, documents.FENCE, documents.DOTTED_TOC, documents.NUMBERED_TOC,
+                   documents.SECTION_NUMBER):
+        ours, python = compile_trusted(source).match(line), re.match(source, line)
+        assert (ours is None) == (python is None), (source, line)
+        if python is not None:
+            groups = range(python.re.groups + 1)
+            assert [ours.group(i) for i in groups] == [python.group(i) for i in groups], (source, line)
