@@ -148,11 +148,11 @@ class FilesService:
     def searcher(self) -> Searcher:
         return Searcher(self.deadline)
 
-    def check_deadline(self) -> None:
+    def check_deadline(self, doing: str = "walking the directory") -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
             from runtime.errors import DeadlineExceeded
 
-            raise DeadlineExceeded("the run's time limit was reached while walking the directory")
+            raise DeadlineExceeded(f"the run's time limit was reached while {doing}")
 
     def dispatch(self, op: str, args: dict):
         from sandbox_worker.protocol import OPS
@@ -292,7 +292,7 @@ class FilesService:
         searcher = self.searcher
         out: list[dict] = []
         for e, st in files:
-            self.check_deadline()
+            self.check_deadline("searching the files")
             if not self._content_matches(pat, e, searcher):
                 continue
             doc = self.store.get_entry(self.vfs, e)
@@ -387,7 +387,7 @@ class FilesService:
         if max_items < 1:
             raise ScriptError(f"max_items must be 1 or more, not {max_items}")
         doc = self._doc(path)
-        toc = doc.toc(self.check_deadline)
+        toc = doc.toc(lambda: self.check_deadline("looking for the table of contents"))
         if not toc:
             return f"No table of contents detected for {doc.vpath}"
         return format_toc(toc, max_items)

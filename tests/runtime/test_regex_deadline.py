@@ -89,6 +89,8 @@ def test_a_passed_deadline_stops_walks_listings_and_tables_at_once(root):
     ):
         with pytest.raises(DeadlineExceeded):
             call()
+    with pytest.raises(DeadlineExceeded, match="while looking for the table of contents"):
+        svc.file_table("data/long.md", 50)
 
 
 def test_no_deadline_means_no_timeout(root):
