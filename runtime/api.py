@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.broker import Broker
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget
+from runtime.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.errors import RunSetupError
 from runtime.files import FilesService
+from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
 from runtime.supervisor import Limits, run_worker
 from runtime.vfs import VirtualFS
 from sandbox_worker import protocol
@@ -59,6 +62,10 @@ def run_script(
     timeout: float = 60.0,
     memory_mb: int = 256,
     max_output: int = 1_000_000,
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    broker_memory_mb: int = DEFAULT_MEMORY_BYTES >> 20,
+    pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20,
+    max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES,
     on_output=None,
     isolation: str = "best",
     sandbox=None,
@@ -71,7 +78,10 @@ def run_script(
     the formatted error, and figures: transpile_s, worker_start_s, run_s, wall_s,
     worker_peak_rss_kib, broker_peak_rss_kib, requests. `isolation="strict"` refuses to run
     the script (exit 1, SandboxError) unless every hardening layer is in force; `result.layers`
-    says which were.
+    says which were. `max_reply_bytes` bounds one reply of the broker (default 16 MiB) and
+    `broker_memory_mb` the documents it keeps parsed (default 512 MiB); PDFs are parsed by a
+    jailed extractor process of `pdf_memory_mb` (default 768 MiB), at most `max_pdf_pages` pages
+    each (default 10,000).
     """
     import transpiler
 
@@ -100,19 +110,29 @@ def run_script(
     mount_table = [(m.mount_point, Path(m.host_path), m.writable) for m in mounts]
     if root is not None:
         mount_table.insert(0, ("/", Path(root), False))
-    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output)
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
+                    max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
+                    pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
     deadline = time.monotonic() + timeout
+    budget = ReplyBudget(limits.max_reply_bytes)
     # `sandbox` (a runtime.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
     # answers approvals (reads from read_approval mounts; the file toolset's writes).
     vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
-    service = FilesService(vfs, deadline=deadline)
+    store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
+                          extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
+                                                 max_pages=limits.max_pdf_pages, isolation=isolation))
+    service = FilesService(vfs, store, deadline=deadline, reply=budget)
     # `options`: language options (PromptScript: runtime.promptscript.PSOptions fields).
     try:
         handlers = LANGUAGE_HANDLERS[lang](service, **options) if options else LANGUAGE_HANDLERS[lang](service)
     except RunSetupError as exc:
         return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
                          figures={"transpile_s": transpiled - wall_started})
-    outcome = run_worker(emitted.python, Broker(handlers), limits, deadline, collect, lang=lang, isolation=isolation)
+    try:
+        outcome = run_worker(emitted.python, Broker(handlers, budget), limits, deadline, collect,
+                             lang=lang, isolation=isolation)
+    finally:
+        store.close()
 
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
     figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)

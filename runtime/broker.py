@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from runtime.errors import ScriptError
+from runtime.budget import ReplyBudget, mib
+from runtime.errors import LimitError, ScriptError
 from sandbox_worker import protocol
 
 MAX_STRING_CHARS = 64 * 1024
@@ -74,11 +75,15 @@ def validate_call(message: dict, allowed_ops: frozenset[str]) -> tuple[str, dict
 
 
 class Broker:
-    """Turns validated calls into handler calls and handler results or errors into replies."""
+    """Turns validated calls into handler calls and handler results or errors into replies.
 
-    def __init__(self, handlers: dict[str, Callable[..., object]]) -> None:
+    `budget` is the run's reply budget: reset before each call, charged by the handlers that
+    build large replies (runtime/budget.py), and checked once more on the encoded frame."""
+
+    def __init__(self, handlers: dict[str, Callable[..., object]], budget: ReplyBudget | None = None) -> None:
         self.handlers = handlers
         self.allowed_ops = frozenset(handlers)
+        self.budget = budget if budget is not None else ReplyBudget()
         self.requests = 0
 
     def reply(self, message: dict) -> dict:
@@ -87,9 +92,24 @@ class Broker:
             op, args = validate_call(message, self.allowed_ops)
         except RequestDenied as exc:
             return {"t": "err", "kind": "SandboxError", "msg": f"request denied: {exc}"}
+        self.budget.start(op)
         try:
             return {"t": "ok", "v": self.handlers[op](**args)}
         except ScriptError as exc:
             return {"t": "err", "kind": exc.kind, "msg": str(exc)}
+        except MemoryError:
+            return {"t": "err", "kind": "LimitError",
+                    "msg": f"{op}: the broker ran out of memory serving this request; narrow it"}
         except Exception as exc:  # noqa: BLE001 - a bug or an OS error; its text may hold a host path
             return {"t": "err", "kind": "InternalError", "msg": f"{op} failed ({type(exc).__name__})"}
+
+    def reply_frame(self, message: dict) -> bytes:
+        """The encoded reply to a call. A reply over the budget that no handler charged (a
+        bug, never a script's doing) is replaced by the budget's error, so the worker never
+        gets a frame over its limit."""
+        frame = protocol.encode(self.reply(message))
+        if len(frame) - protocol.HEADER.size > self.budget.limit + protocol.REPLY_ENVELOPE_BYTES:
+            size = mib(len(frame))
+            frame = protocol.encode({"t": "err", "kind": "LimitError",
+                                     "msg": str(self.budget.exceeded(f"{self.budget.op}, {size}"))})
+        return frame

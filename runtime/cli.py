@@ -18,6 +18,10 @@ from pathlib import Path
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script  # noqa: E402
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES  # noqa: E402
+from runtime.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
+from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
+from sandbox_worker.protocol import MAX_REPLY_VALUE_BYTES  # noqa: E402
 
 
 DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
@@ -98,6 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
                           f"plus {PS_TIMEOUT_MARGIN_S:g} s, or no limit with --max-time 0)")
     run.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
     run.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
+    run.add_argument("--max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES, metavar="BYTES",
+                     help=f"largest reply of the broker to one request (default {DEFAULT_MAX_REPLY_BYTES}: 16 MiB; "
+                          f"{MIN_MAX_REPLY_BYTES} to {MAX_REPLY_VALUE_BYTES})")
+    run.add_argument("--broker-memory", type=int, default=DEFAULT_MEMORY_BYTES >> 20, metavar="MB",
+                     help=f"memory the broker may keep parsed documents in, in MiB (default {DEFAULT_MEMORY_BYTES >> 20})")
+    run.add_argument("--pdf-memory", type=int, default=DEFAULT_PDF_MEMORY_BYTES >> 20, metavar="MB",
+                     help=f"memory of the jailed PDF text extractor, in MiB (default {DEFAULT_PDF_MEMORY_BYTES >> 20})")
+    run.add_argument("--max-pdf-pages", type=int, default=DEFAULT_MAX_PDF_PAGES, metavar="N",
+                     help=f"pages of one PDF (default {DEFAULT_MAX_PDF_PAGES})")
     run.add_argument("--lang", choices=sorted(set(LANGUAGES.values())), help="language (default: by extension)")
     run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
     run.add_argument(
@@ -157,6 +170,12 @@ def command_run(args) -> int:
         raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
     if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
         raise UsageError("--memory must be positive, --max-output not negative")
+    if not MIN_MAX_REPLY_BYTES <= args.max_reply_bytes <= MAX_REPLY_VALUE_BYTES:
+        raise UsageError(f"--max-reply-bytes must be from {MIN_MAX_REPLY_BYTES} to {MAX_REPLY_VALUE_BYTES}")
+    if args.broker_memory <= 0 or args.pdf_memory < 128:
+        raise UsageError("--broker-memory must be a positive number of MiB, --pdf-memory at least 128")
+    if args.max_pdf_pages <= 0:
+        raise UsageError("--max-pdf-pages must be positive")
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     sandbox = build_sandbox(args)
     options = None
@@ -197,6 +216,10 @@ def command_run(args) -> int:
         timeout=timeout,
         memory_mb=args.memory,
         max_output=args.max_output,
+        max_reply_bytes=args.max_reply_bytes,
+        broker_memory_mb=args.broker_memory,
+        pdf_memory_mb=args.pdf_memory,
+        max_pdf_pages=args.max_pdf_pages,
         on_output=emit,
         isolation=args.isolation,
         options=options,

@@ -16,15 +16,20 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from runtime.budget import mib
 from runtime.errors import LimitError, ScriptError
+from runtime.pdf import PdfExtractor
 from runtime.textsearch import compile_trusted
 from runtime.vfs import Resolved, VirtualFS, WalkEntry
 
 LINES_PER_PAGE = 80
 DEFAULT_MAX_DOCUMENT_BYTES = 64 << 20
+DEFAULT_MEMORY_BYTES = 512 << 20  # the broker's memory budget for parsed documents (--broker-memory)
 
 TocEntry = tuple[int, str, int]  # (level >= 1, title, page; page < 1 when unknown)
 
@@ -83,15 +88,6 @@ class Document:
 
 # ------------------------------------------------------------------------- parsing
 
-_ABS_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s'\"]*")
-
-
-def _sanitize(reason: str) -> str:
-    """Drop anything that looks like a path from a library message."""
-    reason = _ABS_PATH.sub("<path>", reason).strip()
-    return reason or "unknown error"
-
-
 def parse_text(vpath: str, data: bytes) -> Document:
     text = decode_text(data)
     doc = Document(vpath, "text", [], text)
@@ -99,33 +95,17 @@ def parse_text(vpath: str, data: bytes) -> Document:
     return doc
 
 
-def parse_pdf(vpath: str, data: bytes) -> Document:
-    import pymupdf  # heavy: imported on first PDF only
-
-    try:
-        pymupdf.TOOLS.mupdf_display_errors(False)
-        pymupdf.TOOLS.mupdf_display_warnings(False)
-    except Exception:  # pragma: no cover - older pymupdf
-        pass
-    try:
-        pdf = pymupdf.open(stream=data, filetype="pdf")
-    except Exception as exc:
-        raise ScriptError(f"cannot read PDF {vpath}: {_sanitize(str(exc))}") from None
-    try:
-        if pdf.needs_pass or pdf.is_encrypted:
-            raise ScriptError(f"cannot read PDF {vpath}: it is encrypted (password protected)")
-        try:
-            pages = [page.get_text() for page in pdf]
-            outline = [(int(lvl), str(title).strip(), int(page)) for lvl, title, page, *_ in pdf.get_toc(simple=True)]
-        except ScriptError:
-            raise
-        except Exception as exc:
-            raise ScriptError(f"cannot read PDF {vpath}: {_sanitize(str(exc))}") from None
-    finally:
-        pdf.close()
-    if not pages:
-        pages = [""]
+def parse_pdf(vpath: str, data: bytes, extractor: PdfExtractor, deadline: float | None = None) -> Document:
+    """A PDF's pages and outline, extracted by the jailed extractor (runtime/pdf.py)."""
+    pages, outline, _repaired = extractor.extract(vpath, data, deadline)
     return Document(vpath, "pdf", pages, "\n\n".join(pages), outline or None)
+
+
+def memory_cost(doc: Document) -> int:
+    """About what a parsed document holds in the broker: its text, its pages and its lines
+    (a str object each, and a list slot)."""
+    size = sys.getsizeof(doc.text)
+    return 2 * size + sum(sys.getsizeof(page) + 8 for page in doc.pages) + 64 * (doc.text.count("\n") + 1)
 
 
 # ------------------------------------------------------------------------- TOC detection
@@ -226,13 +206,29 @@ def format_toc(entries: list[TocEntry], max_items: int) -> str:
 
 
 class DocumentStore:
-    """Per-run cache: each file is read and parsed once, keyed by its real host path and
-    revalidated by (mtime_ns, size)."""
+    """The run's parsed documents, each read and parsed once while unchanged: keyed by its
+    real host path and revalidated by (mtime_ns, size).
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> None:
+    Bounded, because documents are hostile input: a file over `max_bytes` is not read, and
+    the cache is an LRU bounded in bytes (`memory_bytes`, the broker's memory budget,
+    --broker-memory): the least recently used documents are dropped to make room, and a
+    single document that would not fit alone is refused with a LimitError naming the budget.
+    PDFs are parsed by `extractor` (runtime/pdf.py, out of process; started on first PDF)."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES, memory_bytes: int = DEFAULT_MEMORY_BYTES,
+                 extractor: PdfExtractor | None = None, deadline: float | None = None) -> None:
         self.max_bytes = max_bytes
-        self._cache: dict[str, tuple[tuple[int, int], Document]] = {}
+        self.memory_bytes = memory_bytes
+        self.extractor = extractor if extractor is not None else PdfExtractor()
+        self.deadline = deadline  # a time.monotonic() value: PDF extraction stops there
+        self._cache: OrderedDict[str, tuple[tuple[int, int], Document, int]] = OrderedDict()
+        self.used = 0  # bytes of the cached documents (memory_cost)
         self.parse_count = 0
+        self.evictions = 0
+
+    def close(self) -> None:
+        """End the PDF extractor (if one was started)."""
+        self.extractor.close()
 
     def too_big(self, vpath: str, size: int) -> LimitError:
         return LimitError(f"{vpath} is {size} bytes, over the limit of {self.max_bytes} bytes per document")
@@ -240,6 +236,7 @@ class DocumentStore:
     def cached(self, real: str, vpath: str, st: os.stat_result) -> Document | None:
         hit = self._cache.get(real)
         if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size):
+            self._cache.move_to_end(real)
             doc = hit[1]
             if doc.vpath != vpath:  # the same file reached by another virtual path
                 doc = Document(vpath, doc.kind, doc.pages, doc.text, doc.outline, doc._lines)
@@ -283,8 +280,24 @@ class DocumentStore:
         """Parse bytes just read and cache the result under (mtime_ns, size) of `st`."""
         self.parse_count += 1
         if is_pdf_name(vpath):
-            doc = parse_pdf(vpath, data)
+            doc = parse_pdf(vpath, data, self.extractor, self.deadline)
         else:
             doc = parse_text(vpath, data)
-        self._cache[real] = ((st.st_mtime_ns, st.st_size), doc)
+        del data
+        self._keep(real, (st.st_mtime_ns, st.st_size), doc)
         return doc
+
+    def _keep(self, real: str, key: tuple[int, int], doc: Document) -> None:
+        cost = memory_cost(doc)
+        if cost > self.memory_bytes:
+            raise LimitError(f"{doc.vpath} needs about {mib(cost)} of broker memory once parsed, over the "
+                             f"broker's memory budget of {mib(self.memory_bytes)} (--broker-memory)")
+        old = self._cache.pop(real, None)
+        if old is not None:
+            self.used -= old[2]
+        while self._cache and self.used + cost > self.memory_bytes:
+            _, (_, _, freed) = self._cache.popitem(last=False)
+            self.used -= freed
+            self.evictions += 1
+        self._cache[real] = (key, doc, cost)
+        self.used += cost

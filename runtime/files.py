@@ -38,6 +38,7 @@ import re
 import time
 from datetime import datetime, timezone
 
+from runtime.budget import ReplyBudget
 from runtime.documents import DocumentStore, Document, decode_text, format_toc, is_pdf_name
 from runtime.errors import LimitError, ScriptError
 from runtime.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
@@ -134,8 +135,11 @@ class FilesService:
         max_entries: int = 10_000,
         max_grep_results: int = 100,
         max_pages_per_read: int = MAX_PAGES_PER_READ,
+        reply: ReplyBudget | None = None,
     ) -> None:
         self.vfs = vfs
+        # The broker's reply budget: each piece of a large reply is charged as it is added.
+        self.reply = reply if reply is not None else ReplyBudget()
         self.store = store if store is not None else DocumentStore()
         self.deadline = deadline  # a time.monotonic() value, or None
         self.max_entries = max_entries
@@ -251,7 +255,7 @@ class FilesService:
         res, _ = self.vfs.resolve_dir(path)
         out = []
         for e, st in self.regular_files(res, recursive):
-            out.append(self._file_info(e.vpath, e.name, st))
+            out.append(self.reply.charge(self._file_info(e.vpath, e.name, st), f"files() of {res.vpath}"))
             if len(out) > self.max_entries:
                 raise self._too_many("files()", res.vpath)
         out.sort(key=lambda f: f["path"])
@@ -271,17 +275,18 @@ class FilesService:
             if not hit and scope in ("content", "both"):
                 hit = self._content_matches(pat, e, searcher)
             if hit:
-                out.append(self._file_info(e.vpath, e.name, st))
+                out.append(self.reply.charge(self._file_info(e.vpath, e.name, st), f"search() in {res.vpath}"))
                 if len(out) > self.max_entries:
                     raise self._too_many("search()", res.vpath)
         out.sort(key=lambda f: f["path"])
         return out
 
     def dir_list(self, path: str) -> list[dict]:
-        return [self._entry(e) for e in self.list_entries(path)[1]]
+        res, entries = self.list_entries(path)
+        return [self.reply.charge(self._entry(e), f"list() of {res.vpath}") for e in entries]
 
     def dir_find(self, path: str, glob: str) -> list[dict]:
-        return [self._entry(e) for e in self.find_entries(path, glob)]
+        return [self.reply.charge(self._entry(e), f"find({glob!r})") for e in self.find_entries(path, glob)]
 
     def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool) -> list[dict]:
         pat = compile_pattern(pattern, ignore_case)
@@ -307,7 +312,8 @@ class FilesService:
                 idx = bisect.bisect_right(starts, m.start()) - 1
                 if idx >= len(lines):  # a match at the very end, after the last line break
                     break
-                out.append({"path": e.vpath, "line": idx + 1, "content": lines[idx]})
+                out.append(self.reply.charge({"path": e.vpath, "line": idx + 1, "content": lines[idx]},
+                                             f"grep in {res.vpath}"))
                 if len(out) >= self.max_grep_results:
                     return out
                 if idx + 1 >= len(starts):
@@ -338,14 +344,15 @@ class FilesService:
     def file_read(self, path: str, pages):
         doc = self._doc(path)
         if pages is None:
-            return doc.text
+            return self.reply.charge(doc.text, f"read of all of {doc.vpath}")
         if isinstance(pages, list):
             if len(pages) > self.max_pages_per_read:
                 raise LimitError(
                     f"read() asked for {len(pages)} pages, at most {self.max_pages_per_read} per call"
                 )
-            return [self._page(doc, n) for n in pages]
-        return self._page(doc, pages)
+            what = f"read of {len(pages):,} pages of {doc.vpath}"
+            return [self.reply.charge(self._page(doc, n), what) for n in pages]
+        return self.reply.charge(self._page(doc, pages), f"read of page {pages} of {doc.vpath}")
 
     def file_search(self, path: str, pattern: str, ignore_case: bool) -> list[int]:
         pat = compile_pattern(pattern, ignore_case)
@@ -360,10 +367,12 @@ class FilesService:
         return any(searcher.text_matches(pat, page) for page in doc.pages)
 
     def file_head(self, path: str) -> str:
-        return self._doc(path).pages[0]
+        doc = self._doc(path)
+        return self.reply.charge(doc.pages[0], f"head() of {doc.vpath}")
 
     def file_tail(self, path: str) -> str:
-        return self._doc(path).pages[-1]
+        doc = self._doc(path)
+        return self.reply.charge(doc.pages[-1], f"tail() of {doc.vpath}")
 
     def file_snippets(self, path: str, pattern: str, max_results: int, context_chars: int, ignore_case: bool) -> list[str]:
         if context_chars < 0:
@@ -378,7 +387,7 @@ class FilesService:
             for m in searcher.finditer(pat, page):
                 start = max(0, m.start() - context_chars)
                 excerpt = _NEWLINES.sub(" ", page[start:m.end() + context_chars]).strip()
-                out.append(f"[page {page_no}] {excerpt}")
+                out.append(self.reply.charge(f"[page {page_no}] {excerpt}", f"snippets of {doc.vpath}"))
                 if len(out) >= max_results:
                     return out
         return out
@@ -390,19 +399,20 @@ class FilesService:
         toc = doc.toc(lambda: self.check_deadline("looking for the table of contents"))
         if not toc:
             return f"No table of contents detected for {doc.vpath}"
-        return format_toc(toc, max_items)
+        return self.reply.charge(format_toc(toc, max_items), f"table() of {doc.vpath}")
 
     def file_lines(self, path: str, offset: int, limit: int) -> str:
         if offset < 1:
             raise ScriptError(f"offset must be 1 or more (lines are numbered from 1), not {offset}")
         if limit < 1:
             raise ScriptError(f"limit must be 1 or more, not {limit}")
-        lines = self._doc(path).lines
-        chosen = lines[offset - 1: offset - 1 + limit]
+        doc = self._doc(path)
+        chosen = doc.lines[offset - 1: offset - 1 + limit]
         if not chosen:
             return ""
         width = max(3, len(str(offset + len(chosen) - 1)))
+        what = f"lines() of {doc.vpath}"
         return "\n".join(
-            f"{n:>{width}}  {line}" if line else f"{n:>{width}}"
+            self.reply.charge(f"{n:>{width}}  {line}" if line else f"{n:>{width}}", what)
             for n, line in enumerate(chosen, start=offset)
         )

@@ -23,6 +23,9 @@ import psutil
 
 import sandbox_worker
 from runtime.broker import Broker
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES
+from runtime.documents import DEFAULT_MEMORY_BYTES
+from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
 from sandbox_worker import protocol
 
 MEMORY_POLL_SECONDS = 0.05
@@ -39,6 +42,10 @@ class Limits:
     timeout: float = 60.0  # wall clock, seconds (math.inf: none, e.g. a .ps run with --max-time 0)
     memory_mb: int = 256  # address space of the worker, and its resident size as watched
     max_output: int = 1_000_000  # bytes of script output
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # one reply of the broker (runtime/budget.py)
+    broker_memory_mb: int = DEFAULT_MEMORY_BYTES >> 20  # parsed documents kept by the broker
+    pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20  # address space of the PDF extractor
+    max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES  # pages of one PDF
 
     def worker_limits(self) -> dict:
         return {
@@ -57,15 +64,24 @@ class WorkerResult:
     layers: dict | None = None  # hardening layer -> status, from the worker's "ready" frame
 
 
-def worker_command() -> list[str]:
-    """The worker's command line: isolated mode, no site, only our two import roots."""
+def jailed_command(entry: str, packages: tuple[str, ...]) -> list[str]:
+    """The command line of a jailed process running `entry`'s main(): isolated mode, no
+    site, and only the import roots of our package and of `packages`."""
     roots = [str(Path(sandbox_worker.__file__).resolve().parent.parent)]
-    spec = importlib.util.find_spec("RestrictedPython")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("RestrictedPython is not installed")
-    roots.append(str(Path(spec.origin).resolve().parent.parent))
-    bootstrap = f"import sys; sys.path[:0] = {roots!r}; from sandbox_worker.main import main; main()"
+    for package in packages:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.origin is None:
+            raise RuntimeError(f"{package} is not installed")
+        root = str(Path(spec.origin).resolve().parent.parent)
+        if root not in roots:
+            roots.append(root)
+    bootstrap = f"import sys; sys.path[:0] = {roots!r}; from {entry} import main; main()"
     return [sys.executable, "-I", "-S", "-B", "-c", bootstrap]
+
+
+def worker_command() -> list[str]:
+    """The script worker's command line."""
+    return jailed_command("sandbox_worker.main", ("RestrictedPython",))
 
 
 def kill_group(pid: int) -> None:
@@ -216,7 +232,7 @@ def run_worker(
                             break
                         result.layers = {str(k)[:40]: v[:300] for k, v in reported.items()}
                     elif kind == "call":
-                        outbox += protocol.encode(broker.reply(message))
+                        outbox += broker.reply_frame(message)
                         flush()
                         if len(outbox) > MAX_PENDING_REPLY_BYTES:
                             # A correct worker waits for each reply; this one floods calls.

@@ -30,9 +30,13 @@ import struct
 
 HEADER = struct.Struct(">I")
 
-# Worker requests are small; replies may carry a whole document.
+# Worker requests are small; replies may carry a whole document. A reply's value is bounded by
+# the broker's reply budget (runtime/budget.py), which cannot be set above MAX_REPLY_VALUE_BYTES;
+# the envelope around it is small. So a reply the broker sends always fits the worker's limit.
 MAX_REQUEST_BYTES = 1 << 20
-MAX_REPLY_BYTES = 64 << 20
+MAX_REPLY_VALUE_BYTES = 64 << 20
+REPLY_ENVELOPE_BYTES = 64 << 10
+MAX_REPLY_BYTES = MAX_REPLY_VALUE_BYTES + REPLY_ENVELOPE_BYTES
 
 
 class ProtocolError(Exception):
