@@ -27,20 +27,16 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from fuzz.hostile import pdf_bomb  # noqa: E402
+
 TIMEOUT_S = 10
 
 
 def make_collection(root: Path) -> None:
     line = "amplify " * 3200 + "\n"  # 25.6 KB
     (root / "page.txt").write_text(line * 80)  # one page of ~2 MB
-    import pymupdf
-
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "x", fontname="helv")
-    xref = page.get_contents()[0]
-    doc.update_stream(xref, b"BT /helv 1 Tf 72 770 Td " + b"(abcdefghijklmnopqrstuvwxyz) Tj " * 10_000_000 + b"ET")
-    (root / "bomb.pdf").write_bytes(doc.tobytes(deflate=True))
+    (root / "bomb.pdf").write_bytes(pdf_bomb(10_000_000))
 
 
 CASES = {

@@ -15,10 +15,13 @@ import os
 import sys
 import time
 
-from fuzz.targets import TARGETS, Stats, fuzz_corpus
+from fuzz import budgets
+from fuzz.targets import TARGETS as BOUNDARY_TARGETS
+from fuzz.targets import Stats, fuzz_corpus
 
+TARGETS = {**BOUNDARY_TARGETS, **budgets.TARGETS}
 # Shares of the budget left after the corpus.
-SHARES = {"programs": 0.3, "ps_programs": 0.2, "paths": 0.2, "protocol": 0.3}
+SHARES = {"programs": 0.25, "ps_programs": 0.15, "paths": 0.15, "protocol": 0.2, "replies": 0.1, "documents": 0.15}
 # A generative target given less than this is not run: a few seconds would prove nothing.
 MIN_TARGET_SECONDS = 10.0
 EXIT_OK, EXIT_FAILURES, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3

@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fuzz.hostile import pdf_bomb
+
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 
 # The layers a run can tell apart, outermost first, and what each means.
@@ -71,7 +73,11 @@ DEADLINE_SLACK = 1.5
 BACKTRACK_FILE = ("data/backtrack.txt", "a" * 40 + "!\n")
 # A document whose lines made the table-of-contents patterns backtrack cubically (~50 ms a line).
 TOC_BOMB_FILE = ("data/toc_bomb.txt", ("1 a" + " " * 290 + "x1\n") * 200)
-CORPUS_FILES = (BACKTRACK_FILE, TOC_BOMB_FILE)
+# One page of 80 KB, asked many times in one request (a reply the broker once built whole).
+WIDE_FILE = ("amplify/wide.txt", ("w" * 1000 + "\n") * 80)
+# A 0.2 MB PDF whose text extraction needs ~2 GB (fuzz/hostile.py).
+PDF_BOMB_FILE = ("amplify/bomb.pdf", pdf_bomb(3_000_000))
+CORPUS_FILES = (BACKTRACK_FILE, TOC_BOMB_FILE, WIDE_FILE, PDF_BOMB_FILE)
 
 HEADER = re.compile(r"#\s*(attack|stops|os|baseline):\s*(.+)")
 LAYER_LINE = re.compile(r"([a-z]+(?:/[a-z]+)?):\s*(.+)")
@@ -190,11 +196,18 @@ class RecordingBroker:
     def requests(self) -> int:
         return self.broker.requests
 
+    @property
+    def deadline_replies(self) -> int:
+        return self.broker.deadline_replies
+
     def reply(self, message: dict) -> dict:
         answer = self.broker.reply(message)
         if answer.get("t") == "err":
             self.errors.append(str(answer.get("msg", "")))
         return answer
+
+    def reply_frame(self, message: dict) -> bytes:
+        return self.broker.encode_reply(self.reply(message))
 
 
 def classify(outcome: str, error: dict | None, broker_errors=()) -> str:
@@ -299,7 +312,23 @@ class NaiveFile:
 
     def read(self, pages=None):
         with open(self.host, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
+            text = handle.read().decode("utf-8", "replace")
+        if isinstance(pages, list):  # the whole reply built before anyone measures it
+            return "".join(text for _ in pages)
+        return text
+
+    @property
+    def page_count(self):
+        if not self.host.endswith(".pdf"):
+            return 1
+        import pymupdf  # a PDF parsed in the process that asks, as a naive API does
+        with open(self.host, "rb") as handle:
+            return len([page.get_text() for page in pymupdf.open(stream=handle.read())])
+
+    def snippets(self, pattern, max_results=5, context_chars=80, ignore_case=False):
+        text = self.read()
+        return [text[max(0, m.start() - context_chars):m.end() + context_chars]
+                for m, _ in zip(regex.finditer(pattern, text), range(max_results))]
 
     def lines(self, offset=1, limit=2000):
         rows = self.read().splitlines()[offset - 1:offset - 1 + limit]

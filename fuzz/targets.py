@@ -61,8 +61,12 @@ class Sandbox:
         (self.root / "dir_out").symlink_to("..")
         (self.root / "abs_out").symlink_to(self.canary)
         (self.root / "link_in").symlink_to("data/a.txt")
-        for relative, text in extra_files:
-            (self.root / relative).write_text(text)
+        for relative, content in extra_files:
+            (self.root / relative).parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                (self.root / relative).write_bytes(content)
+            else:
+                (self.root / relative).write_text(content)
         self.host_strings = [str(self.base), str(self.root), str(self.canary)]
 
     def leaks(self, text: str, source: str = "") -> str | None:

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 
 from runtime.budget import mib
 from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
@@ -53,6 +54,9 @@ class PdfExtractor:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env={}, cwd="/", close_fds=True, start_new_session=True)
         self.started += 1
+        # An extractor nobody closed ends with the object that owns it (a FilesService of a
+        # test or a library caller), not with the broker process.
+        weakref.finalize(self, self._kill, proc)
         cpu = START_SECONDS if deadline is None else max(1.0, deadline - time.monotonic())
         start = {"t": "start", "max_pages": self.max_pages, "max_text_bytes": self.max_text_bytes,
                  "limits": {"memory_bytes": self.memory_bytes, "cpu_seconds": int(min(cpu, 10 ** 6)) + 2}}

@@ -11,9 +11,10 @@ import time
 import pymupdf
 import pytest
 
+from fuzz.hostile import pdf_bomb
 from runtime import run_script
 from runtime.broker import Broker
-from runtime.budget import ReplyBudget, json_size
+from runtime.budget import ReplyBudget, check_limit, json_size
 from runtime.documents import DocumentStore, memory_cost
 from runtime.errors import LimitError
 from runtime.files import FilesService
@@ -81,19 +82,18 @@ def test_listings_are_charged_too(root):
 
 
 def test_the_budget_stops_at_the_first_piece_over_it():
-    budget = ReplyBudget(10_000)
-    budget.start("file.read")
+    budget = ReplyBudget(10_000, "read of 1,000 pages")
     pieces = iter(["x" * 3000] * 1000)
     taken = []
     with pytest.raises(LimitError, match=r"reply would exceed 9.8 KiB \(read of 1,000 pages\)"):
         for piece in pieces:
-            taken.append(budget.charge(piece, "read of 1,000 pages"))
+            taken.append(budget.charge(piece))
     assert len(taken) == 3  # the fourth piece was refused: nothing more was built
     assert json_size("é\n") == len('"é\\n"'.encode())  # exact JSON size, UTF-8, escapes
 
 
 def test_a_reply_no_handler_charged_is_cut_by_the_broker_backstop():
-    broker = Broker({"ping": lambda: "x" * 200_000}, ReplyBudget(16 << 10))
+    broker = Broker({"ping": lambda: "x" * 200_000}, 16 << 10)
     frame = broker.reply_frame({"t": "call", "op": "ping", "a": {}})
     reply = protocol.decode(frame[protocol.HEADER.size:])
     assert reply["t"] == "err" and reply["kind"] == "LimitError"
@@ -111,7 +111,7 @@ def test_memory_error_in_a_handler_is_a_limit_error_not_a_traceback():
 
 def test_the_budget_cannot_pass_the_workers_frame_limit():
     with pytest.raises(ValueError, match="reply budget must be from"):
-        ReplyBudget(protocol.MAX_REPLY_VALUE_BYTES + 1)
+        check_limit(protocol.MAX_REPLY_VALUE_BYTES + 1)
     assert protocol.MAX_REPLY_BYTES >= protocol.MAX_REPLY_VALUE_BYTES + protocol.REPLY_ENVELOPE_BYTES
 
 
@@ -152,17 +152,6 @@ def test_memory_cost_counts_text_pages_and_lines():
 
 
 # ---------------------------------------------------------------- PDFs
-
-
-def pdf_bomb(repeats: int) -> bytes:
-    """A small PDF whose one page repeats a text operator: MuPDF's text extraction grows by
-    ~650 bytes per repeat (78 KB of file asked 682 MiB once parsed in the broker)."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "x", fontname="helv")
-    xref = page.get_contents()[0]
-    doc.update_stream(xref, b"BT /helv 1 Tf 72 770 Td " + b"(abcdefghijklmnopqrstuvwxyz) Tj " * repeats + b"ET")
-    return doc.tobytes(deflate=True)
 
 
 def test_a_pdf_bomb_meets_the_extractors_memory_limit_not_the_brokers(tmp_path):
@@ -236,3 +225,11 @@ def test_the_broker_never_imports_pymupdf(root):
             "assert r.ok, r.error\nprint('pymupdf' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_each_reply_has_a_budget_of_its_own(tmp_path):
+    # Budgets are per reply: many calls whose replies add up past the budget all succeed.
+    (tmp_path / "page.txt").write_text("p" * 30_000)
+    svc = FilesService(VirtualFS([("/", tmp_path, False)]), max_reply_bytes=64 << 10)
+    for _ in range(100):
+        assert len(svc.file_read("page.txt", [1, 1])) == 2

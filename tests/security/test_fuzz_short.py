@@ -10,6 +10,7 @@ import pytest
 
 import fuzz.corpus
 from fuzz import __main__ as fuzz_main
+from fuzz.budgets import fuzz_documents, fuzz_replies
 from fuzz.targets import fuzz_paths, fuzz_programs, fuzz_protocol, fuzz_ps_programs
 
 SEED = 20261122
@@ -21,7 +22,9 @@ SEED = 20261122
     (fuzz_ps_programs, 6.0, "run in the worker"),
     (fuzz_paths, 4.0, "ops per path"),
     (fuzz_protocol, 8.0, "replied err"),
-], ids=["programs", "ps_programs", "paths", "protocol"])
+    (fuzz_replies, 5.0, "refused by the reply budget"),
+    (fuzz_documents, 8.0, "pdf"),
+], ids=["programs", "ps_programs", "paths", "protocol", "replies", "documents"])
 def test_fuzz_target_short_pass(target, budget, reached):
     stats = target(budget, SEED)
     assert stats.count > 0
