@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.broker import Broker
-from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.errors import RunSetupError
 from runtime.files import FilesService
@@ -114,14 +114,13 @@ def run_script(
                     max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
                     pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
     deadline = time.monotonic() + timeout
-    budget = ReplyBudget(limits.max_reply_bytes)
     # `sandbox` (a runtime.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
     # answers approvals (reads from read_approval mounts; the file toolset's writes).
     vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
     store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
                           extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
                                                  max_pages=limits.max_pdf_pages, isolation=isolation))
-    service = FilesService(vfs, store, deadline=deadline, reply=budget)
+    service = FilesService(vfs, store, deadline=deadline, max_reply_bytes=limits.max_reply_bytes)
     # `options`: language options (PromptScript: runtime.promptscript.PSOptions fields).
     try:
         handlers = LANGUAGE_HANDLERS[lang](service, **options) if options else LANGUAGE_HANDLERS[lang](service)
@@ -129,7 +128,7 @@ def run_script(
         return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
                          figures={"transpile_s": transpiled - wall_started})
     try:
-        outcome = run_worker(emitted.python, Broker(handlers, budget), limits, deadline, collect,
+        outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
                              lang=lang, isolation=isolation)
     finally:
         store.close()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from runtime.budget import ReplyBudget, mib
-from runtime.errors import LimitError, ScriptError
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES, check_limit, exceeded, mib
+from runtime.errors import ScriptError
 from sandbox_worker import protocol
 
 MAX_STRING_CHARS = 64 * 1024
@@ -77,13 +77,14 @@ def validate_call(message: dict, allowed_ops: frozenset[str]) -> tuple[str, dict
 class Broker:
     """Turns validated calls into handler calls and handler results or errors into replies.
 
-    `budget` is the run's reply budget: reset before each call, charged by the handlers that
-    build large replies (runtime/budget.py), and checked once more on the encoded frame."""
+    `max_reply_bytes` is the run's reply budget: handlers that build large replies charge it
+    piece by piece (runtime/budget.py); the broker checks it once more on the encoded frame."""
 
-    def __init__(self, handlers: dict[str, Callable[..., object]], budget: ReplyBudget | None = None) -> None:
+    def __init__(self, handlers: dict[str, Callable[..., object]], max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         self.handlers = handlers
         self.allowed_ops = frozenset(handlers)
-        self.budget = budget if budget is not None else ReplyBudget()
+        self.max_reply_bytes = check_limit(max_reply_bytes)
+        self.op = ""
         self.requests = 0
 
     def reply(self, message: dict) -> dict:
@@ -92,7 +93,7 @@ class Broker:
             op, args = validate_call(message, self.allowed_ops)
         except RequestDenied as exc:
             return {"t": "err", "kind": "SandboxError", "msg": f"request denied: {exc}"}
-        self.budget.start(op)
+        self.op = op
         try:
             return {"t": "ok", "v": self.handlers[op](**args)}
         except ScriptError as exc:
@@ -104,12 +105,15 @@ class Broker:
             return {"t": "err", "kind": "InternalError", "msg": f"{op} failed ({type(exc).__name__})"}
 
     def reply_frame(self, message: dict) -> bytes:
-        """The encoded reply to a call. A reply over the budget that no handler charged (a
-        bug, never a script's doing) is replaced by the budget's error, so the worker never
-        gets a frame over its limit."""
-        frame = protocol.encode(self.reply(message))
-        if len(frame) - protocol.HEADER.size > self.budget.limit + protocol.REPLY_ENVELOPE_BYTES:
-            size = mib(len(frame))
-            frame = protocol.encode({"t": "err", "kind": "LimitError",
-                                     "msg": str(self.budget.exceeded(f"{self.budget.op}, {size}"))})
+        """The encoded reply to a call."""
+        return self.encode_reply(self.reply(message))
+
+    def encode_reply(self, reply: dict) -> bytes:
+        """A reply as a frame. A reply over the budget that no handler charged (a bug, never a
+        script's doing) is replaced by the budget's error, so the worker never gets a frame
+        over its limit."""
+        frame = protocol.encode(reply)
+        if len(frame) - protocol.HEADER.size > self.max_reply_bytes + protocol.REPLY_ENVELOPE_BYTES:
+            message = str(exceeded(self.max_reply_bytes, f"{self.op}, {mib(len(frame))}"))
+            frame = protocol.encode({"t": "err", "kind": "LimitError", "msg": message})
         return frame

@@ -37,30 +37,32 @@ def json_size(value) -> int:
     return len(_encode(value).encode("utf-8", "surrogatepass"))
 
 
+def check_limit(limit: int) -> int:
+    """A reply budget's size, refused outside what the worker's frame limit allows."""
+    if not MIN_MAX_REPLY_BYTES <= limit <= MAX_REPLY_VALUE_BYTES:
+        raise ValueError(f"the reply budget must be from {mib(MIN_MAX_REPLY_BYTES)} to "
+                         f"{mib(MAX_REPLY_VALUE_BYTES)} ({limit} bytes given)")
+    return limit
+
+
 class ReplyBudget:
-    """One per broker; `start(op)` before each call, `charge(piece, what)` while building."""
+    """The budget of one reply being built: `charge(piece)` as each piece is added.
+    `what` describes the request in the error ("read of 5,000 pages of a.txt")."""
 
-    def __init__(self, limit: int = DEFAULT_MAX_REPLY_BYTES) -> None:
-        if not MIN_MAX_REPLY_BYTES <= limit <= MAX_REPLY_VALUE_BYTES:
-            raise ValueError(f"the reply budget must be from {mib(MIN_MAX_REPLY_BYTES)} to "
-                             f"{mib(MAX_REPLY_VALUE_BYTES)} ({limit} bytes given)")
+    __slots__ = ("limit", "what", "used")
+
+    def __init__(self, limit: int, what: str) -> None:
         self.limit = limit
-        self.used = 0
-        self.op = ""
-
-    def start(self, op: str) -> None:
-        self.op = op
+        self.what = what
         self.used = 0
 
-    def charge(self, piece, what: str | None = None):
-        """Count `piece` (returned unchanged) against the budget; LimitError once over it.
-        `what` describes the request for the message ("read of 5,000 pages")."""
+    def charge(self, piece):
+        """Count `piece` (returned unchanged) against the budget; LimitError once over it."""
         self.used += json_size(piece) + 1
         if self.used > self.limit:
-            raise self.exceeded(what)
+            raise exceeded(self.limit, self.what)
         return piece
 
-    def exceeded(self, what: str | None = None) -> LimitError:
-        request = what or self.op or "this request"
-        return LimitError(f"reply would exceed {mib(self.limit)} ({request}); narrow the request "
-                          "(or raise --max-reply-bytes)")
+
+def exceeded(limit: int, what: str) -> LimitError:
+    return LimitError(f"reply would exceed {mib(limit)} ({what}); narrow the request (or raise --max-reply-bytes)")

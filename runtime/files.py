@@ -38,7 +38,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from runtime.budget import ReplyBudget
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget, check_limit
 from runtime.documents import DocumentStore, Document, decode_text, format_toc, is_pdf_name
 from runtime.errors import LimitError, ScriptError
 from runtime.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
@@ -135,11 +135,11 @@ class FilesService:
         max_entries: int = 10_000,
         max_grep_results: int = 100,
         max_pages_per_read: int = MAX_PAGES_PER_READ,
-        reply: ReplyBudget | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.vfs = vfs
         # The broker's reply budget: each piece of a large reply is charged as it is added.
-        self.reply = reply if reply is not None else ReplyBudget()
+        self.max_reply_bytes = check_limit(max_reply_bytes)
         self.store = store if store is not None else DocumentStore()
         self.deadline = deadline  # a time.monotonic() value, or None
         self.max_entries = max_entries
@@ -147,6 +147,10 @@ class FilesService:
         self.max_pages_per_read = max_pages_per_read
 
     # ------------------------------------------------------------------ plumbing
+
+    def budget(self, what: str) -> ReplyBudget:
+        """The budget of the reply being built (runtime/budget.py)."""
+        return ReplyBudget(self.max_reply_bytes, what)
 
     @property
     def searcher(self) -> Searcher:
@@ -254,8 +258,9 @@ class FilesService:
     def dir_files(self, path: str, recursive: bool) -> list[dict]:
         res, _ = self.vfs.resolve_dir(path)
         out = []
+        budget = self.budget(f"files() of {res.vpath}")
         for e, st in self.regular_files(res, recursive):
-            out.append(self.reply.charge(self._file_info(e.vpath, e.name, st), f"files() of {res.vpath}"))
+            out.append(budget.charge(self._file_info(e.vpath, e.name, st)))
             if len(out) > self.max_entries:
                 raise self._too_many("files()", res.vpath)
         out.sort(key=lambda f: f["path"])
@@ -268,6 +273,7 @@ class FilesService:
         res, _ = self.vfs.resolve_dir(path)
         searcher = self.searcher
         out = []
+        budget = self.budget(f"search() in {res.vpath}")
         for e, st in self.regular_files(res, recursive):
             hit = False
             if scope in ("name", "both"):
@@ -275,7 +281,7 @@ class FilesService:
             if not hit and scope in ("content", "both"):
                 hit = self._content_matches(pat, e, searcher)
             if hit:
-                out.append(self.reply.charge(self._file_info(e.vpath, e.name, st), f"search() in {res.vpath}"))
+                out.append(budget.charge(self._file_info(e.vpath, e.name, st)))
                 if len(out) > self.max_entries:
                     raise self._too_many("search()", res.vpath)
         out.sort(key=lambda f: f["path"])
@@ -283,10 +289,12 @@ class FilesService:
 
     def dir_list(self, path: str) -> list[dict]:
         res, entries = self.list_entries(path)
-        return [self.reply.charge(self._entry(e), f"list() of {res.vpath}") for e in entries]
+        budget = self.budget(f"list() of {res.vpath}")
+        return [budget.charge(self._entry(e)) for e in entries]
 
     def dir_find(self, path: str, glob: str) -> list[dict]:
-        return [self.reply.charge(self._entry(e), f"find({glob!r})") for e in self.find_entries(path, glob)]
+        budget = self.budget(f"find({glob!r})")
+        return [budget.charge(self._entry(e)) for e in self.find_entries(path, glob)]
 
     def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool) -> list[dict]:
         pat = compile_pattern(pattern, ignore_case)
@@ -296,6 +304,7 @@ class FilesService:
         files.sort(key=lambda f: f[0].vpath)
         searcher = self.searcher
         out: list[dict] = []
+        budget = self.budget(f"grep in {res.vpath}")
         for e, st in files:
             self.check_deadline("searching the files")
             if not self._content_matches(pat, e, searcher):
@@ -312,8 +321,7 @@ class FilesService:
                 idx = bisect.bisect_right(starts, m.start()) - 1
                 if idx >= len(lines):  # a match at the very end, after the last line break
                     break
-                out.append(self.reply.charge({"path": e.vpath, "line": idx + 1, "content": lines[idx]},
-                                             f"grep in {res.vpath}"))
+                out.append(budget.charge({"path": e.vpath, "line": idx + 1, "content": lines[idx]}))
                 if len(out) >= self.max_grep_results:
                     return out
                 if idx + 1 >= len(starts):
@@ -344,15 +352,15 @@ class FilesService:
     def file_read(self, path: str, pages):
         doc = self._doc(path)
         if pages is None:
-            return self.reply.charge(doc.text, f"read of all of {doc.vpath}")
+            return self.budget(f"read of all of {doc.vpath}").charge(doc.text)
         if isinstance(pages, list):
             if len(pages) > self.max_pages_per_read:
                 raise LimitError(
                     f"read() asked for {len(pages)} pages, at most {self.max_pages_per_read} per call"
                 )
-            what = f"read of {len(pages):,} pages of {doc.vpath}"
-            return [self.reply.charge(self._page(doc, n), what) for n in pages]
-        return self.reply.charge(self._page(doc, pages), f"read of page {pages} of {doc.vpath}")
+            budget = self.budget(f"read of {len(pages):,} pages of {doc.vpath}")
+            return [budget.charge(self._page(doc, n)) for n in pages]
+        return self.budget(f"read of page {pages} of {doc.vpath}").charge(self._page(doc, pages))
 
     def file_search(self, path: str, pattern: str, ignore_case: bool) -> list[int]:
         pat = compile_pattern(pattern, ignore_case)
@@ -368,11 +376,11 @@ class FilesService:
 
     def file_head(self, path: str) -> str:
         doc = self._doc(path)
-        return self.reply.charge(doc.pages[0], f"head() of {doc.vpath}")
+        return self.budget(f"head() of {doc.vpath}").charge(doc.pages[0])
 
     def file_tail(self, path: str) -> str:
         doc = self._doc(path)
-        return self.reply.charge(doc.pages[-1], f"tail() of {doc.vpath}")
+        return self.budget(f"tail() of {doc.vpath}").charge(doc.pages[-1])
 
     def file_snippets(self, path: str, pattern: str, max_results: int, context_chars: int, ignore_case: bool) -> list[str]:
         if context_chars < 0:
@@ -383,11 +391,12 @@ class FilesService:
             return []
         searcher = self.searcher
         out: list[str] = []
+        budget = self.budget(f"snippets of {doc.vpath}")
         for page_no, page in enumerate(doc.pages, start=1):
             for m in searcher.finditer(pat, page):
                 start = max(0, m.start() - context_chars)
                 excerpt = _NEWLINES.sub(" ", page[start:m.end() + context_chars]).strip()
-                out.append(self.reply.charge(f"[page {page_no}] {excerpt}", f"snippets of {doc.vpath}"))
+                out.append(budget.charge(f"[page {page_no}] {excerpt}"))
                 if len(out) >= max_results:
                     return out
         return out
@@ -399,7 +408,7 @@ class FilesService:
         toc = doc.toc(lambda: self.check_deadline("looking for the table of contents"))
         if not toc:
             return f"No table of contents detected for {doc.vpath}"
-        return self.reply.charge(format_toc(toc, max_items), f"table() of {doc.vpath}")
+        return self.budget(f"table() of {doc.vpath}").charge(format_toc(toc, max_items))
 
     def file_lines(self, path: str, offset: int, limit: int) -> str:
         if offset < 1:
@@ -411,8 +420,8 @@ class FilesService:
         if not chosen:
             return ""
         width = max(3, len(str(offset + len(chosen) - 1)))
-        what = f"lines() of {doc.vpath}"
+        budget = self.budget(f"lines() of {doc.vpath}")
         return "\n".join(
-            self.reply.charge(f"{n:>{width}}  {line}" if line else f"{n:>{width}}", what)
+            budget.charge(f"{n:>{width}}  {line}" if line else f"{n:>{width}}")
             for n, line in enumerate(chosen, start=offset)
         )
