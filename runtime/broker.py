@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, check_limit, exceeded, mib
-from runtime.errors import ScriptError
+from runtime.errors import DeadlineExceeded, ScriptError
 from sandbox_worker import protocol
 
 MAX_STRING_CHARS = 64 * 1024
@@ -86,6 +86,7 @@ class Broker:
         self.max_reply_bytes = check_limit(max_reply_bytes)
         self.op = ""
         self.requests = 0
+        self.deadline_replies = 0  # replies saying the run's deadline passed (DeadlineExceeded)
 
     def reply(self, message: dict) -> dict:
         self.requests += 1
@@ -97,6 +98,8 @@ class Broker:
         try:
             return {"t": "ok", "v": self.handlers[op](**args)}
         except ScriptError as exc:
+            if isinstance(exc, DeadlineExceeded):
+                self.deadline_replies += 1
             return {"t": "err", "kind": exc.kind, "msg": str(exc)}
         except MemoryError:
             return {"t": "err", "kind": "LimitError",

@@ -31,6 +31,7 @@ from sandbox_worker import protocol
 MEMORY_POLL_SECONDS = 0.05
 MAX_CPU_SECONDS = 10 ** 8  # the CPU rlimit of a run without a wall clock
 DIAGNOSTICS_BYTES = 16 * 1024
+MAX_ERROR_CHARS = 8 * 1024  # of an error message the worker reports
 # Replies written but not yet read by the worker: past this, the worker is flooding calls.
 MAX_PENDING_REPLY_BYTES = 2 * protocol.MAX_REPLY_BYTES
 
@@ -243,7 +244,9 @@ def run_worker(
                         if type(text) is not str:
                             stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (bad output)"})
                             break
+                        # A lone surrogate (JSON's "\ud800") cannot be written anywhere: replaced.
                         encoded = text.encode("utf-8", "replace")
+                        text = encoded.decode("utf-8")
                         room = limits.max_output - result.output_bytes
                         if len(encoded) > room:
                             on_output(encoded[:room].decode("utf-8", "ignore"))
@@ -253,14 +256,7 @@ def run_worker(
                         result.output_bytes += len(encoded)
                         on_output(text)
                     elif kind == "end":
-                        error = message.get("error")
-                        if message.get("ok") is True:
-                            result.status, result.error = "ok", None
-                        elif isinstance(error, dict):
-                            result.status = "timeout" if error.get("kind") == "TimeoutError" else "error"
-                            result.error = {k: error.get(k) for k in protocol.ERROR_FIELDS}
-                        else:
-                            result.status, result.error = "crash", {"kind": "InternalError", "msg": "malformed end message"}
+                        result.status, result.error = end_outcome(message, broker, deadline)
                         finished = True
                         peak_kib = peak_resident_kib(pid)
                         break
@@ -288,6 +284,30 @@ def run_worker(
         "requests": broker.requests,
     }
     return result
+
+
+def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, dict | None]:
+    """(status, error) of the worker's "end" frame, every field checked: whatever the worker
+    wrote there is untrusted. A timeout is the supervisor's clock or the run's deadline the
+    broker itself enforced (its DeadlineExceeded replies), never the worker's word alone."""
+    if message.get("ok") is True and "error" not in message:
+        return "ok", None
+    error = message.get("error")
+    bad = {"kind": "InternalError", "msg": "the worker broke the protocol (a malformed end message); it was stopped"}
+    if message.get("ok") is not False or not isinstance(error, dict):
+        return "crash", bad
+    kind, msg, line, col = (error.get(field) for field in protocol.ERROR_FIELDS)
+    if (kind not in protocol.ERROR_KINDS or type(msg) is not str
+            or any(v is not None and type(v) is not int for v in (line, col))):
+        return "crash", bad
+    msg = msg[:MAX_ERROR_CHARS].encode("utf-8", "replace").decode("utf-8")
+    error = {"kind": kind, "msg": msg, "line": line, "col": col}
+    if kind == "TimeoutError":
+        if broker.deadline_replies or time.monotonic() >= deadline:
+            return "timeout", error
+        return "crash", {"kind": "InternalError",
+                         "msg": "the worker broke the protocol (it reported a timeout that did not happen); it was stopped"}
+    return "error", error
 
 
 def peak_resident_kib(pid: int) -> int | None:
