@@ -21,6 +21,7 @@ from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script  # noqa: E4
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES  # noqa: E402
 from runtime.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
 from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
+from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES  # noqa: E402
 from sandbox_worker.protocol import MAX_REPLY_VALUE_BYTES  # noqa: E402
 
 
@@ -126,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="distinct files WRITE_FILE/PATCH_FILE may change (default: no limit; 0: none)")
     ps.add_argument("--halt-on-loop", action="store_true",
                     help="stop when the same action with the same args, or the same cycle of up to 4 such actions, runs 3 times in a row")
+    ps.add_argument("--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES, metavar="BYTES",
+                    help=f"size limit of the run log; later events are dropped, and it says so (default {DEFAULT_MAX_LOG_BYTES}: 16 MiB)")
     ps.add_argument("--allow-command", action="append", default=[], metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
@@ -192,16 +195,17 @@ def command_run(args) -> int:
         project = Path(args.project or ".")
         if not project.is_dir():
             raise UsageError(f"--project {args.project}: not a directory")
-        from runtime.promptscript import RunLog, RunLogError
+        from runtime.ps_runlog import RunLog, RunLogError
 
         try:
-            run_log = RunLog(project)
+            run_log = RunLog(project, args.max_log_bytes)
         except RunLogError as exc:
             raise UsageError(str(exc)) from None
         options = {"project": project, "max_steps": args.max_steps, "max_time_ms": args.max_time,
                    "max_tool_calls": args.max_tool_calls, "halt_on_loop": args.halt_on_loop,
                    "verbose": args.verbose, "allow_commands": tuple(args.allow_command),
-                   "max_files_changed": args.max_files_changed, "run_log": run_log}
+                   "max_files_changed": args.max_files_changed, "run_log": run_log,
+                   "max_log_bytes": args.max_log_bytes}
 
     def emit(text: str) -> None:
         sys.stdout.write(text)
@@ -226,9 +230,10 @@ def command_run(args) -> int:
     )
     sys.stdout.flush()
     if run_log is not None and result.error_kind == "SyntaxError":
-        from runtime.promptscript import log_unstarted_run
+        from runtime.promptscript import PSOptions
+        from runtime.ps_runlog import log_unstarted_run
 
-        log_unstarted_run(run_log, options, result)  # the script never started; the log says why
+        log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
     if result.error:
         print(result.error, file=sys.stderr)
     if args.verbose:

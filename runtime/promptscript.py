@@ -29,19 +29,17 @@ stack: the project mount at the bottom, ``Sandbox.derive`` for each ``with polic
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
-import secrets
-import stat as statmod
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from runtime.errors import DeadlineExceeded, LimitError, RunSetupError, SandboxError, ScriptError
+from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
+from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
 from sandbox_worker import protocol
 
 ACTIONS = protocol.PS_ACTIONS
@@ -54,7 +52,6 @@ LOOP_REPEATS = 3
 LOOP_MAX_CYCLE = 4
 MAX_ANSWER_CHARS = 4096
 EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget", "end"})
-RUN_LOG_DIR = ".ps-runs"
 PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS  # parallel(): the read-only actions only
 MAX_PARALLEL = 16  # parallel(): most threads at once
 MAX_PARALLEL_ITEMS = 1000
@@ -76,6 +73,7 @@ class PSOptions:
     approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
     output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
     run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # --max-log-bytes: the run log's size limit
 
 
 class ActionError(ScriptError):
@@ -87,11 +85,6 @@ class BlockDeadline(ScriptError):
     turns this into that block's own (catchable) timeout error."""
 
     kind = "TimeoutError"
-
-
-class RunLogError(RunSetupError):
-    """The run log cannot be created: a problem of the command line or the project (exit 2),
-    not of the script."""
 
 
 # ---- policies ------------------------------------------------------------------------------
@@ -182,91 +175,6 @@ class PolicyStack:
         return self.current
 
 
-# ---- the run log ---------------------------------------------------------------------------
-
-class RunLog:
-    """``<project>/.ps-runs/<id>/events.jsonl``: one JSON object per line, written by the broker.
-
-    Made without following symbolic links: ``.ps-runs`` must be a real directory of the
-    project (a link there, even to a directory, is refused), the run's directory is new and
-    the file is created exclusively. Any failure is a ``RunLogError`` naming the path and why.
-    """
-
-    def __init__(self, project: Path) -> None:
-        self.started = time.monotonic()
-        self.run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-        project = Path(os.path.abspath(project))
-        logs = project / RUN_LOG_DIR
-        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-        fds: list[int] = []
-
-        def fail(what: str, exc: OSError):
-            reason = exc.strerror or str(exc)
-            raise RunLogError(f"cannot create the run log in {logs}: {what} ({reason})") from None
-
-        try:
-            try:
-                fds.append(os.open(project, flags))
-            except OSError as exc:
-                fail(f"the project directory {project} cannot be opened", exc)
-            try:
-                os.mkdir(RUN_LOG_DIR, 0o755, dir_fd=fds[-1])
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                fail(f"{RUN_LOG_DIR} cannot be made", exc)
-            try:
-                fds.append(os.open(RUN_LOG_DIR, flags | os.O_NOFOLLOW, dir_fd=fds[0]))
-            except OSError as exc:
-                try:
-                    link = statmod.S_ISLNK(os.lstat(RUN_LOG_DIR, dir_fd=fds[0]).st_mode)
-                except OSError:
-                    link = False
-                if link or exc.errno == errno.ELOOP:
-                    raise RunLogError(f"cannot create the run log in {logs}: it is a symbolic link, "
-                                      "and the run log never follows one") from None
-                if exc.errno == errno.ENOTDIR:
-                    raise RunLogError(f"cannot create the run log in {logs}: it is not a directory") from None
-                fail(f"{RUN_LOG_DIR} cannot be opened", exc)
-            try:
-                os.mkdir(self.run_id, 0o755, dir_fd=fds[-1])
-                fds.append(os.open(self.run_id, flags | os.O_NOFOLLOW, dir_fd=fds[-1]))
-                fd = os.open("events.jsonl", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                             0o644, dir_fd=fds[-1])
-            except OSError as exc:
-                fail(f"the run's directory {self.run_id} cannot be made", exc)
-        finally:
-            for fd_ in fds:
-                os.close(fd_)
-        self.dir = logs / self.run_id
-        self.path = self.dir / "events.jsonl"
-        self.file = os.fdopen(fd, "a", encoding="utf-8")
-        self.closed = False
-
-    def write(self, event: str, **fields) -> None:
-        record = {"t_ms": round((time.monotonic() - self.started) * 1000, 3), "event": event, **fields}
-        self.file.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
-        self.file.flush()
-
-    def close(self) -> None:
-        self.closed = True
-        self.file.close()
-
-
-def start_fields(options: "PSOptions") -> dict:
-    """The options a run log's ``start`` event records."""
-    return {k: v for k, v in vars(options).items() if k not in ("project", "approve", "run_log")}
-
-
-def log_unstarted_run(log: RunLog, options: dict, result) -> None:
-    """The run log of a script that never started (a syntax error): start, error, end."""
-    log.write("start", options=start_fields(PSOptions(**options)))
-    log.write("error", kind=result.error_kind, line=result.error_line, column=result.error_column,
-              message=(result.error or "").splitlines()[0] if result.error else "")
-    log.write("end", exit_code=result.exit_code, steps=0, tool_calls=0)
-    log.close()
-
-
 class OpDeadline:
     """When the op being served must stop: the earliest of the run's --max-time, the worker's
     earliest pending `timeout` block (``block_at``, set per op) and the run's wall-clock
@@ -339,7 +247,7 @@ class PSSession:
         self.deadline = OpDeadline(self)
         self.log = options.run_log
         if self.log is None and options.project is not None:
-            self.log = RunLog(Path(options.project))
+            self.log = RunLog(Path(options.project), options.max_log_bytes)
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
             "REPORT": self.report,
             "ASK_USER": self.ask_user,
@@ -354,11 +262,27 @@ class PSSession:
                                         stop=self.stop)
             self.actions.update(self.files.handlers())
         if self.log:
-            self.log.write("start", options=start_fields(options))
+            try:
+                self.log.write("start", options=start_fields(options))
+            except LimitError as exc:  # before the script: a problem of the project, not the script's
+                raise RunLogError(str(exc).replace("; the run is stopped", "")) from None
 
     def event(self, event: str, **fields) -> None:
         if self.log:
-            self.log.write(event, **fields)
+            self._logged(self.log.write, event, **fields)
+
+    def log_action(self, name: str, values: dict, ok: bool, **fields) -> None:
+        if self.log:
+            self._logged(self.log.action, name, values, ok, **fields)
+
+    def _logged(self, write, *args, **fields) -> None:
+        """A run log that cannot be written (a full disk) stops the run, for good."""
+        try:
+            write(*args, **fields)
+        except LimitError as exc:
+            if self.stopped is None:
+                self.stopped = exc
+            raise
 
     # -- budgets --
 
@@ -520,12 +444,12 @@ class PSSession:
                 value, printed = self._dispatch(name, values, policy)
             except ScriptError as exc:
                 self.trace(name, values, f"error: {exc}", started)
-                self.event("action", action=name, args=values, ok=False, error=str(exc))
+                self.log_action(name, values, False, error=str(exc))
                 raise
         finally:
             self.deadline.block_at = None
         self.trace(name, values, "ok", started)
-        self.event("action", action=name, args=values, ok=True, value=value)
+        self.log_action(name, values, True, value=value)
         return {"value": value, "print": printed, "files_changed": self.files_changed}
 
     def op_parallel(self, items: str, max: int, fail_fast: bool, deadline_ms: int = 0):
@@ -591,11 +515,11 @@ class PSSession:
                     ok, value, started = future.result()
                     if ok:
                         self.trace(name, values, "ok", started)
-                        self.event("action", action=name, args=values, ok=True, value=value, parallel=True)
+                        self.log_action(name, values, True, value=value, parallel=True)
                         results.append({"ok": True, "value": value})
                     else:
                         self.trace(name, values, f"error: {value}", started)
-                        self.event("action", action=name, args=values, ok=False, error=str(value), parallel=True)
+                        self.log_action(name, values, False, error=str(value), parallel=True)
                         results.append({"ok": False, "error": str(value)})
                         if failure is None:
                             failure = (len(results), value)

@@ -40,6 +40,7 @@ from runtime import safeio
 from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
 from runtime.files import glob_to_regex
 from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
+from runtime.ps_runlog import RUN_LOG_DIR
 from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.sandbox import Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
 from runtime.toolset import FileSystemToolset, os_error
@@ -53,7 +54,6 @@ MAX_LINE_CHARS = 300
 DEFAULT_CMD_TIMEOUT_MS = 60_000
 MAX_CMD_TIMEOUT_MS = 600_000
 SKIPPED_DIRS = frozenset({".git", ".ps-runs"})
-RUN_LOG_DIR = ".ps-runs"
 
 
 class ActionArgError(ScriptError):
