@@ -207,8 +207,12 @@ def command_run(args) -> int:
                    "max_files_changed": args.max_files_changed, "run_log": run_log,
                    "max_log_bytes": args.max_log_bytes}
 
+    from runtime.toolset import terminal_safe
+
+    on_terminal = sys.stdout.isatty()
+
     def emit(text: str) -> None:
-        sys.stdout.write(text)
+        sys.stdout.write(terminal_safe(text) if on_terminal else text)
 
     result = run_script(
         source,

@@ -39,6 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
+from runtime.toolset import printable
 from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
 from sandbox_worker import protocol
 
@@ -259,7 +260,8 @@ class PSSession:
             self.files = ProjectActions(Path(options.project), approve=options.approve,
                                         write_approval=options.write_approval, deadline=self.deadline,
                                         output_cap=options.output_cap, files_budget=options.max_files_changed,
-                                        stop=self.stop)
+                                        stop=self.stop,
+                                        protected=frozenset({self.log.identity}) if self.log else frozenset())
             self.actions.update(self.files.handlers())
         if self.log:
             try:
@@ -572,9 +574,9 @@ class PSSession:
             tty = False
         if not tty:
             raise ActionError("ASK_USER needs a terminal, and none is attached (stdin is not a terminal)")
-        print(f"[ps] ASK_USER: {question}", file=self.stderr)
+        print(f"[ps] ASK_USER: {printable(question)}", file=self.stderr)
         for i, choice in enumerate(choices, 1):
-            print(f"  {i}. {choice}", file=self.stderr)
+            print(f"  {i}. {printable(choice)}", file=self.stderr)
         print("> ", end="", file=self.stderr, flush=True)
         left = self.deadline.left()
         if left is not None:  # the wait for an answer obeys --max-time and the timeout block

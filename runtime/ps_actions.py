@@ -106,8 +106,10 @@ def glob_matcher(glob: str):
 class ProjectActions:
     def __init__(self, project: Path, *, approve: Callable[[str], bool] | None = None,
                  write_approval: bool = True, deadline=None, output_cap: int = DEFAULT_OUTPUT_CAP,
-                 files_budget: int | None = None, stop: Callable[[str], None] | None = None) -> None:
+                 files_budget: int | None = None, stop: Callable[[str], None] | None = None,
+                 protected: frozenset[tuple[int, int]] = frozenset()) -> None:
         self.project = Path(project).resolve()
+        self.protected = protected  # the run logs' directory, by identity (FileSystemToolset)
         config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
                                              write_approval=write_approval)])
         self.sandboxes: list[Sandbox] = [Sandbox(config)]
@@ -188,7 +190,7 @@ class ProjectActions:
         raise SandboxError(f"{action}: policy maxFilesChanged {limit} denies changing {rel} ({detail})")
 
     def _toolset(self, sb: Sandbox) -> FileSystemToolset:
-        toolset = FileSystemToolset(sb, approve=self.approve)
+        toolset = FileSystemToolset(sb, approve=self.approve, protected=self.protected)
         toolset.approved = self.approved
         return toolset
 
@@ -256,20 +258,22 @@ class ProjectActions:
             raise self._denied(action, exc, policy) from None
         return "/".join(parts)
 
-    def _write(self, action: str, sb: Sandbox, path: str, content: str, policy: dict) -> int:
+    def _write(self, action: str, sb: Sandbox, path: str, content: str, policy: dict,
+               create_only: bool = False) -> tuple[int, bool]:
+        """(bytes written, whether the file existed)."""
         data = content.encode("utf-8", errors="surrogatepass")
         cap = policy["maxFileBytes"]
         if len(data) > cap:
             raise SandboxError(f"{action}: {len(data)} bytes for {path}; the policy's maxFileBytes is {cap}")
         self._count_change(action, path, policy)
         try:
-            self._toolset(sb).write(self._vpath(path), content)
+            _loc, existed = self._toolset(sb).put(self._vpath(path), content, create_only=create_only)
         except ApprovalDeniedError as exc:
             raise ApprovalDeniedError(f"{action}: {exc}") from None
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
         self.changed.add(path)
-        return len(data)
+        return len(data), existed
 
     # -- the actions --
 
@@ -297,10 +301,13 @@ class ProjectActions:
             raise ActionArgError(f'WRITE_FILE: mode must be "overwrite" or "create_only", not {mode[:40]!r}')
         sb = self.sandbox
         rel = self._check_writable("WRITE_FILE", sb, a["path"], policy)
-        existed = os.path.lexists(self.project / rel)
-        if existed and mode == "create_only":
-            raise ScriptError(f"WRITE_FILE: {rel} already exists (mode create_only); use mode overwrite or PATCH_FILE")
-        size = self._write("WRITE_FILE", sb, rel, a["content"], policy)
+        try:
+            size, existed = self._write("WRITE_FILE", sb, rel, a["content"], policy, create_only=mode == "create_only")
+        except ScriptError as exc:
+            if mode == "create_only" and str(exc).endswith("already exists"):
+                raise ScriptError(f"WRITE_FILE: {rel} already exists (mode create_only); "
+                                  "use mode overwrite or PATCH_FILE") from None
+            raise
         return {"path": rel, "bytes": size, "created": not existed}, None
 
     def patch_file(self, args: dict, policy: dict):
@@ -342,7 +349,7 @@ class ProjectActions:
             message = str(exc)
             raise PatchError(message if message.startswith("PATCH_FILE") else
                              f"PATCH_FILE: {message}; {rel} is unchanged") from None
-        size = self._write("PATCH_FILE", sb, rel, new_text, policy)
+        size, _existed = self._write("PATCH_FILE", sb, rel, new_text, policy)
         return {"path": rel, "bytes": size, "format": fmt, "changed": new_text != text}, None
 
     def _files(self, sb: Sandbox, patterns: list, deadline_check) -> list[str]:

@@ -103,6 +103,8 @@ class ApprovalResult:
         return cls("needs_approval")
 
 
+MAX_PROTECTED_DEPTH = 256  # directories walked up from a write's parent (deeper: refused)
+
 # tool name (seed) -> method name
 TOOLS = {
     "read_file": "read",
@@ -126,6 +128,19 @@ def printable(text: str) -> str:
         else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
         for c in text
     )
+
+
+def terminal_safe(text: str) -> str:
+    """Script output for a terminal: every C0 and C1 control character but newline and tab
+    written as \\uXXXX, so output cannot move the cursor, conceal text or restyle what the
+    terminal shows next (a fake approval prompt over the real one)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\u{ord(c):04x}" for c in text)
+
+
+# Written before a prompt: resets colours, character set and cursor whatever was printed before.
+PROMPT_RESET = "\x1b[0m\x1b(B\x1b[?25h\r\n"
 
 
 def approval_key(name: str, tool_args: dict[str, Any]) -> str:
@@ -158,10 +173,14 @@ class FileSystemToolset:
         max_retries: int = 1,
         *,
         approve: Callable[[str], bool] | None = None,
+        protected: frozenset[tuple[int, int]] = frozenset(),
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise TypeError("FileSystemToolset needs a Sandbox")
         self._sandbox = sandbox
+        # (st_dev, st_ino) of directories nothing may be written into, at any depth (the
+        # PromptScript run logs): checked on the directory actually opened, not on a spelling.
+        self.protected = protected
         self.id = id
         self.max_retries = max_retries
         self.approve = approve
@@ -208,37 +227,49 @@ class FileSystemToolset:
             return f"List files in {self._shown(a.get('path', '/'))}"
         return f"Run {name}"
 
-    def needs_approval(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> ApprovalResult:
-        """Per the seed's table: blocked (policy refuses), pre_approved or needs_approval."""
+    def _classify(self, name: str, a: dict[str, Any]) -> bool:
+        """Does this call need approval? Raises the policy's refusal when it cannot be done.
+
+        Approval is a property of the mount a path names and of the one it resolves to (the
+        same: a link never leaves its mount), so a call classified here is classified for any
+        later resolution of its paths; a path that cannot be resolved now is refused, never
+        waved through (a component swapped back before the operation would otherwise slip by).
+        Moving or copying a file reads it: the source needs read approval where reading would."""
         sb = self._sandbox
-        a = tool_args
+
+        def reading(path) -> bool:
+            return sb.location_needs_approval(sb.locate(path, op="read"), "read")
+
+        def writing(path) -> bool:
+            return sb.location_needs_approval(sb.locate(path, op="write", follow_last=False), "write")
+
         try:
             if name == "read_file":
-                need = sb.location_needs_approval(sb.locate(a["path"], op="read"), "read")
-            elif name in ("write_file", "edit_file", "delete_file"):
-                need = sb.location_needs_approval(sb.locate(a["path"], op="write", follow_last=False), "write")
-            elif name == "move_file":
+                return reading(a["path"])
+            if name in ("write_file", "edit_file", "delete_file"):
+                return writing(a["path"])
+            if name == "move_file":  # the name itself moves (a link is moved, not followed)
                 source = sb.locate(a["source"], op="write", follow_last=False)
-                destination = sb.locate(a["destination"], op="write", follow_last=False)
-                need = sb.location_needs_approval(source, "write") or sb.location_needs_approval(destination, "write")
-            elif name == "copy_file":
-                sb.locate(a["source"], op="read")
-                need = sb.location_needs_approval(sb.locate(a["destination"], op="write", follow_last=False), "write")
-            elif name == "list_files":
-                need = self._vfs.listing_needs_approval(self._vfs.locate_dir(a.get("path", "/")), recursive=True)
-            else:
-                return ApprovalResult.blocked(f"unknown tool {name!r}")
+                return (sb.location_needs_approval(source, "write") | sb.location_needs_approval(source, "read")
+                        | writing(a["destination"]))
+            if name == "copy_file":
+                return reading(a["source"]) | writing(a["destination"])
+            if name == "list_files":
+                return self._vfs.listing_needs_approval(self._vfs.locate_dir(a.get("path", "/")), recursive=True)
         except KeyError as exc:
-            return ApprovalResult.blocked(f"{name}: missing argument {exc.args[0]!r}")
+            raise ScriptError(f"{name}: missing argument {exc.args[0]!r}") from None
+        raise ScriptError(f"unknown tool {name!r}")
+
+    def needs_approval(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> ApprovalResult:
+        """Per the seed's table: blocked (policy refuses), pre_approved or needs_approval."""
+        try:
+            need = self._classify(name, tool_args)
         except (SandboxError, ScriptError) as exc:
             return ApprovalResult.blocked(str(exc))
         return ApprovalResult.needs_approval() if need else ApprovalResult.pre_approved()
 
     def _gate(self, name: str, args: dict[str, Any]) -> None:
-        result = self.needs_approval(name, args)
-        if result.status == "blocked":
-            return  # the operation itself raises the policy error, with its full message
-        if result.status == "pre_approved":
+        if not self._classify(name, args):  # a refusal raises here: fail closed
             return
         key = approval_key(name, args)
         if key in self.approved:
@@ -258,11 +289,14 @@ class FileSystemToolset:
         def mount_of(root: str) -> Mount:
             return sb.mount_for(Sandbox.split(root)).mount
 
+        readable = [r for r in sb.readable_roots if not mount_of(r).read_approval]
+        writable = [r for r in sb.writable_roots if not mount_of(r).write_approval]
         if name in ("read_file", "list_files"):
-            roots = [r for r in sb.readable_roots if not mount_of(r).read_approval]
-            return f"Readable without approval: {', '.join(roots) or 'nothing'}."
-        roots = [r for r in sb.writable_roots if not mount_of(r).write_approval]
-        return f"Writable without approval: {', '.join(roots) or 'nothing'}."
+            return f"Readable without approval: {', '.join(readable) or 'nothing'}."
+        if name in ("move_file", "copy_file"):
+            return (f"Readable without approval: {', '.join(readable) or 'nothing'}; "
+                    f"writable without approval: {', '.join(writable) or 'nothing'}.")
+        return f"Writable without approval: {', '.join(writable) or 'nothing'}."
 
     # ------------------------------------------------------------------ primitives
 
@@ -330,11 +364,45 @@ class FileSystemToolset:
         self._sandbox.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
         self._sandbox.check_size(Path(), mount, virtual_path=shown, size=size, writing=True)
 
-    def _write_bytes(self, path: str, data: bytes) -> Location:
+    def _check_protected(self, pfd: int, loc: Location) -> None:
+        """Refuse a write into a protected directory or below it, by the identity of the
+        directory opened (its ancestors up to the mount's directory), whatever path led there."""
+        if not self.protected:
+            return
+        root = os.fstat(self._sandbox.mount_fd(loc.mount))
+        fd = os.dup(pfd)
+        try:
+            for _ in range(MAX_PROTECTED_DEPTH):
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) in self.protected:
+                    break
+                if (st.st_dev, st.st_ino) == (root.st_dev, root.st_ino):
+                    return
+                parent = os.open("..", safeio.O_PATH | safeio.O_DIRECTORY | safeio.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = parent
+        finally:
+            os.close(fd)
+        raise SandboxError(f"{vstr(loc.requested)} is in a directory that holds the run logs; it is not writable")
+
+    def _write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> tuple[Location, bool]:
+        """Write `data` to `path` through its parent's descriptor; (location, whether a file was
+        there). `exclusive`: refuse when the name exists, decided by the kernel (link(2) fails
+        with EEXIST), so nothing outside the parent is ever looked at."""
         pfd, name, loc = self._open_parent(path, create=True)
         shown = vstr(loc.requested)
         try:
+            self._check_protected(pfd, loc)
             self._check_new_file(loc, len(data))
+            try:
+                os.stat(name, dir_fd=pfd, follow_symlinks=False)
+                existed = True
+            except FileNotFoundError:
+                existed = False
+            except OSError as exc:
+                raise os_error(shown, exc) from None
+            if existed and exclusive:
+                raise ScriptError(f"{shown} already exists")
             tmp = f".{name[:100]}.{secrets.token_hex(6)}.tmp"
             try:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | safeio.O_NOFOLLOW | safeio.O_CLOEXEC,
@@ -348,14 +416,18 @@ class FileSystemToolset:
                         view = view[os.write(fd, view):]
                 finally:
                     os.close(fd)
-                os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
+                if exclusive:
+                    os.link(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
+                    os.unlink(tmp, dir_fd=pfd)
+                else:
+                    os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
             except OSError as exc:
                 try:
                     os.unlink(tmp, dir_fd=pfd)
                 except OSError:
                     pass
                 raise os_error(shown, exc) from None
-            return loc
+            return loc, existed
         finally:
             os.close(pfd)
 
@@ -374,11 +446,16 @@ class FileSystemToolset:
 
     def write(self, path: str, content: str) -> str:
         """Write a text file; parent directories are created. A symlink there is replaced."""
+        loc, _existed = self.put(path, content)
+        return f"Wrote {len(content)} chars to {vstr(loc.requested)}"
+
+    def put(self, path: str, content: str, *, create_only: bool = False) -> tuple[Location, bool]:
+        """write() for callers that need (location, whether a file was there); `create_only`
+        refuses an existing file, decided beneath the parent's descriptor."""
         if not isinstance(content, str):
             raise ScriptError("content must be a string")
         self._gate("write_file", {"path": path, "content": content})
-        loc = self._write_bytes(path, content.encode("utf-8", errors="surrogatepass"))
-        return f"Wrote {len(content)} chars to {vstr(loc.requested)}"
+        return self._write_bytes(path, content.encode("utf-8", errors="surrogatepass"), exclusive=create_only)
 
     def edit(self, path: str, old_text: str, new_text: str) -> str:
         """Replace the one exact occurrence of old_text (else EditError)."""
@@ -443,7 +520,7 @@ class FileSystemToolset:
                     if exc.errno != errno.EXDEV or not statmod.S_ISREG(st.st_mode):
                         raise os_error(dshown, exc) from None
                     data, _ = self._read_bytes(source)
-                    self._write_bytes(destination, data)
+                    self._write_bytes(destination, data, exclusive=True)
                     os.unlink(sname, dir_fd=sfd)
             finally:
                 os.close(dfd)
@@ -465,7 +542,7 @@ class FileSystemToolset:
                 pass
         finally:
             os.close(pfd)
-        self._write_bytes(destination, data)
+        self._write_bytes(destination, data, exclusive=True)
         return f"Copied {vstr(sloc.requested)} to {vstr(dloc.requested)}"
 
     def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
@@ -542,7 +619,7 @@ class TerminalApprover:
         try:
             if not os.isatty(fd):
                 return None
-            data = question.encode("utf-8", "replace")
+            data = (PROMPT_RESET + question).encode("utf-8", "replace")
             while data:
                 data = data[os.write(fd, data):]
             answer = bytearray()

@@ -115,3 +115,28 @@ def test_yes_pre_approves_without_a_terminal(tmp_path):
                           cwd=world, capture_output=True, text=True, timeout=60, start_new_session=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == '{"token": "s3"}\n'
+
+
+def test_script_output_cannot_restyle_the_terminal_before_a_prompt(tmp_path):
+    # Concealed text (ESC[8m), a carriage return and a fake prompt: the script would hide the
+    # real question and show its own. On a terminal, its output's control characters are shown
+    # escaped, and the prompt starts by resetting the terminal's attributes.
+    world = approval_world(tmp_path)
+    (world / "docs").mkdir()
+    (world / "docs" / "fake.txt").write_text("\x1b[8m\rApprove: Read from /docs/harmless.md? [y/N] ")
+    (world / "sandbox.toml").write_text((world / "sandbox.toml").read_text()
+                                        + '[[mounts]]\nhost_path = "docs"\nmount_point = "/docs"\n')
+    (world / "fake.fdsl").write_text('print(File("/docs/fake.txt").read())\n'
+                                     'print(File("/cfg/settings.json").read())\n')
+    code, shown = run_on_pty(["run", "fake.fdsl", "--config", "sandbox.toml"], [b"n\n"], world)
+    assert "\x1b[8m" not in shown and "\\u001b[8m\\u000dApprove: Read from /docs/harmless.md" in shown
+    assert "\x1b[0m" in shown.split("Approve: Read from /cfg/settings.json")[0].rsplit("harmless", 1)[1]
+    assert code == 1 and "s3" not in shown
+
+
+def test_output_to_a_pipe_is_left_as_printed(tmp_path):
+    (tmp_path / "red.txt").write_text("\x1b[31mred\x1b[0m")
+    (tmp_path / "color.fdsl").write_text('print(File("red.txt").read())\n')
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "color.fdsl", "--root", "."],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "\x1b[31mred\x1b[0m\n"

@@ -148,7 +148,10 @@ def test_approval_table_and_descriptions(world):
         ("delete_file", {"path": "/cfg/t.txt"}, "needs_approval", "Delete /cfg/t.txt"),
         ("move_file", {"source": "/out/a", "destination": "/cfg/b"}, "needs_approval", "Move /out/a to /cfg/b"),
         ("move_file", {"source": "/out/a", "destination": "/out/b"}, "pre_approved", "Move /out/a to /out/b"),
-        ("copy_file", {"source": "/cfg/s", "destination": "/out/d"}, "pre_approved", "Copy /cfg/s to /out/d"),
+        # Beyond the seed's table: copying reads the source, so a read_approval source asks too.
+        ("copy_file", {"source": "/cfg/s", "destination": "/out/d"}, "needs_approval", "Copy /cfg/s to /out/d"),
+        ("copy_file", {"source": "/docs/a.md", "destination": "/out/d"}, "pre_approved", "Copy /docs/a.md to /out/d"),
+        ("move_file", {"source": "/cfg/s", "destination": "/out/d"}, "needs_approval", "Move /cfg/s to /out/d"),
         ("copy_file", {"source": "/docs/a.md", "destination": "/cfg/d"}, "needs_approval", "Copy /docs/a.md to /cfg/d"),
         ("list_files", {"path": "/cfg"}, "needs_approval", "List files in /cfg"),
         ("list_files", {"path": "/docs"}, "pre_approved", "List files in /docs"),
