@@ -13,14 +13,18 @@ import sys
 from collections import Counter, defaultdict
 
 from fuzz.corpus import ADDABLE, LAYER_ORDER, PROCESS_PARTS, REMOVABLE, VERDICTS, describe_baseline, load_corpus
-from sandbox_worker.hardening import DENIED_FCNTL, DENIED_IOCTL, DENIED_SYSCALLS, LAYERS, SELF_ONLY_SYSCALLS
+from sandbox_worker.hardening import LAYERS
+from sandbox_worker.seccomp import ALLOWED, NOTABLE_DENIALS, RULES
 
 PROCESS_LAYERS = {
     "netns": "a new network namespace (as root directly; unprivileged with a new user namespace first): no interface but a down loopback",
+    "ipcns": "a new IPC namespace: no SysV shared memory, message queue or semaphore of another process is visible, and what the worker makes dies with it",
+    "utsns": "a new UTS namespace whose host name is `sandbox`: the host's name is not visible",
+    "pidns": "a new PID namespace: the worker forks once and its child, pid 1 of the namespace, runs the script; no other process can be named, seen or signalled (the parent only waits and ends the same way)",
     "uid": "setgroups([]) and setresuid/setresgid to nobody (65534) when started as root",
     "no_new_privs": "`PR_SET_NO_NEW_PRIVS`: exec can never gain privileges; the precondition of the next two",
     "landlock": "a ruleset handling every filesystem right of the kernel's ABI (and TCP bind/connect, signal and abstract-socket scoping where the ABI has them) with no rule: no path can be opened, created or executed",
-    "seccomp": "a BPF filter: architecture checked first (anything but x86_64, or an x32 call, kills the process); the calls below answer EPERM; clone only with CLONE_THREAD and no namespace flag; clone3 answers ENOSYS (libc falls back to clone); calls aimed at a process reach only the worker itself (a non-root worker keeps the broker's uid, so the kernel's own checks would let them reach the broker); fcntl and ioctl cannot make the kernel signal another process or feed a terminal; no path is opened, created, changed, removed or read as a link after start-up (Landlock's wall, kept on kernels without Landlock). A path's metadata stays visible to code past the language layers: glibc's fstat() is newfstatat(fd, \"\", AT_EMPTY_PATH), which must stay allowed, and a filter cannot read the path it is given",
+    "seccomp": "an allow-list (sandbox_worker/seccomp.py): the calls below, each with the reason the worker needs it, and a few more whose arguments are checked; every other call, including those newer kernels add, answers EPERM. The architecture is checked first (anything but x86_64, or an x32 call, kills the process). No path is opened, created, changed, removed or read as a link after start-up (Landlock's wall, kept on kernels without Landlock), no process or thread is created, no executable memory is made. A path's metadata stays visible to code past the language layers: glibc's fstat() is newfstatat(fd, \"\", AT_EMPTY_PATH), which must stay allowed, and a filter cannot read the path it is given",
     "rlimits": "RLIMIT_CORE 0, FSIZE 0 (no writes), NOFILE 3 (only the pipes), NPROC 0, CPU (timeout + 2 s), AS (the memory limit)",
 }
 
@@ -129,13 +133,15 @@ def render() -> str:
     parts = [INTRO]
     for name in LAYERS:
         parts.append(f"   - **{name}**: {PROCESS_LAYERS[name]}\n")
-    parts.append("\n   seccomp denies (EPERM):\n")
-    for group, calls in DENIED_SYSCALLS.items():
+    parts.append("\n   The seccomp allow-list, and why each call is there:\n\n   | call | why |\n   | --- | --- |\n")
+    for name, reason in ALLOWED.items():
+        parts.append(f"   | {name} | {reason} |\n")
+    parts.append("\n   Allowed with their arguments checked:\n\n   | call | rule |\n   | --- | --- |\n")
+    for name, rule in RULES.items():
+        parts.append(f"   | {name} | {rule} |\n")
+    parts.append("\n   Among what everything else includes (EPERM):\n")
+    for group, calls in NOTABLE_DENIALS.items():
         parts.append(f"   - {group}: {', '.join(sorted(calls))}\n")
-    parts.append(f"   - aimed at another process (allowed on the worker itself): "
-                 f"{', '.join(sorted(SELF_ONLY_SYSCALLS))}, setpriority\n")
-    parts.append(f"   - fcntl commands: {', '.join(DENIED_FCNTL)}, and F_SETFL with O_ASYNC\n")
-    parts.append(f"   - ioctl requests: {', '.join(DENIED_IOCTL)}\n")
     parts.append(OUTRO)
     parts.append("\n" + corpus_table())
     return "".join(parts)

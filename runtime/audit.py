@@ -25,10 +25,13 @@ EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 124
 # Why a layer matters, for the doctor's listing.
 LAYER_PURPOSE = {
     "netns": "no network (new network namespace)",
+    "ipcns": "no other process's SysV shared memory, queues or semaphores (new IPC namespace)",
+    "utsns": "not the host's name (new UTS namespace)",
+    "pidns": "no other process to see or signal (new PID namespace: the script is its pid 1)",
     "uid": "no root (drop to nobody)",
     "no_new_privs": "no privilege gain through exec",
     "landlock": "no filesystem access (Landlock)",
-    "seccomp": "no exec, fork, sockets, ptrace, mount, signals or limits of other processes (seccomp filter)",
+    "seccomp": "only the system calls it needs (seccomp allow-list): no exec, fork, sockets, ptrace, mount, IPC, signals or limits of other processes",
     "rlimits": "no writes, no descriptors, CPU and memory caps (rlimits)",
 }
 

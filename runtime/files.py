@@ -140,7 +140,7 @@ class FilesService:
         self.vfs = vfs
         # The broker's reply budget: each piece of a large reply is charged as it is added.
         self.max_reply_bytes = check_limit(max_reply_bytes)
-        self.store = store if store is not None else DocumentStore()
+        self.store = store if store is not None else DocumentStore(deadline=deadline)
         self.deadline = deadline  # a time.monotonic() value, or None
         self.max_entries = max_entries
         self.max_grep_results = max_grep_results

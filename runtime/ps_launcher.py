@@ -34,7 +34,7 @@ def main() -> None:
         from sandbox_worker import hardening
     except Exception as exc:  # noqa: BLE001
         fail(status_fd, f"cannot load the hardening layers ({type(exc).__name__})")
-    status = hardening.apply_netns()
+    status = hardening.apply_namespaces({"netns"})["netns"]
     if not hardening.is_active(status):
         fail(status_fd, f"no network namespace for the command ({status})")
     status = hardening.apply_no_new_privs()

@@ -85,6 +85,7 @@ def worker_command() -> list[str]:
     return jailed_command("sandbox_worker.main", ("RestrictedPython",))
 
 
+
 def kill_group(pid: int) -> None:
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
@@ -144,6 +145,7 @@ def run_worker(
     first_frame_at = None
     finished = False
     peak_kib = None
+    script_pid = pid  # the process running the script: the worker's child in a PID namespace
     watcher = psutil.Process(pid)
     next_memory_check = started
     memory_limit = limits.memory_mb << 20
@@ -232,6 +234,9 @@ def run_worker(
                             stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (bad ready)"})
                             break
                         result.layers = {str(k)[:40]: v[:300] for k, v in reported.items()}
+                        if result.layers.get("pidns") == "active":
+                            script_pid = script_process(pid)
+                            watcher = watch(script_pid, watcher)
                     elif kind == "call":
                         outbox += broker.reply_frame(message)
                         flush()
@@ -258,7 +263,7 @@ def run_worker(
                     elif kind == "end":
                         result.status, result.error = end_outcome(message, broker, deadline)
                         finished = True
-                        peak_kib = peak_resident_kib(pid)
+                        peak_kib = peak_resident_kib(script_pid)
                         break
                     else:
                         stop("crash", {"kind": "InternalError", "msg": f"the worker broke the protocol (message {str(kind)[:40]!r})"})
@@ -308,6 +313,23 @@ def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, di
         return "crash", {"kind": "InternalError",
                          "msg": "the worker broke the protocol (it reported a timeout that did not happen); it was stopped"}
     return "error", error
+
+
+def script_process(pid: int) -> int:
+    """The process running the script of a worker that forked into a PID namespace
+    (sandbox_worker/hardening.py): its only child (the worker itself if that cannot be told)."""
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.Error:
+        return pid
+    return children[0].pid if len(children) == 1 else pid
+
+
+def watch(pid: int, fallback: psutil.Process) -> psutil.Process:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:  # it has ended already: the run ends with it
+        return fallback
 
 
 def peak_resident_kib(pid: int) -> int | None:

@@ -18,9 +18,11 @@ table, computed from those facts and from the uid status the run itself reports.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import signal
+import socket
 import stat
 import subprocess
 import time
@@ -64,6 +66,23 @@ class CpuLimits(Limits):
         return {**super().worker_limits(), "cpu_seconds": 1}
 
 
+SHM_KEY = 0x5EED0000 + (os.getpid() & 0xFFFF)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shm_canary():
+    """A SysV shared memory segment holding the canary, as another process of the host would."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    shmid = libc.shmget(SHM_KEY, 4096, 0o1000 | 0o600)  # IPC_CREAT
+    assert shmid >= 0, os.strerror(ctypes.get_errno())
+    address = libc.shmat(shmid, None, 0)
+    ctypes.memmove(address, CANARY.encode() + b"\0", len(CANARY) + 1)
+    libc.shmdt(ctypes.c_void_p(address))
+    yield shmid
+    libc.shmctl(shmid, 0, None)  # IPC_RMID
+
+
 @pytest.fixture
 def parent_signals():
     """SIGWINCH received by this process (the worker's parent): harmless, but observable."""
@@ -79,7 +98,7 @@ _CHECK = (
     "    if r == -1: raise OSError(ctypes.get_errno(), what + ': ' + os.strerror(ctypes.get_errno()))\n"
 )
 
-# attack name -> code (format fields: canary, target, port). Every failing call raises OSError
+# attack name -> code (format fields: canary, target, port, parent). Every failing call raises OSError
 # with its errno, so each layer's own error can be told apart from a mistake in the attack.
 ATTACKS = {
     "read_canary": "print(open({canary!r}).read())",
@@ -97,19 +116,19 @@ ATTACKS = {
     # posix_spawn is already in the worker (the os module): the launch itself, without an import.
     "posix_spawn": "pid = os.posix_spawn('/bin/true', ['true'], {{}})\nprint('ESCAPED')\nos.waitpid(pid, 0)",
     "execv": "os.execv('/bin/sh', ['sh', '-c', 'exit 42'])",
-    "signal_parent": "os.kill(os.getppid(), 0)\nprint('ESCAPED')",
+    "signal_parent": "os.kill({parent}, 0)\nprint('ESCAPED')",
     # PTRACE_SEIZE does not stop the parent; the worker's exit detaches it.
-    "ptrace_parent": _CTYPES + _CHECK + "check(libc.ptrace(0x4206, os.getppid(), 0, 0), 'ptrace')\nprint('ESCAPED')",
-    "parent_environ": "print(open('/proc/%d/environ' % os.getppid(), 'rb').read().decode('utf-8', 'replace'))",
+    "ptrace_parent": _CTYPES + _CHECK + "check(libc.ptrace(0x4206, {parent}, 0, 0), 'ptrace')\nprint('ESCAPED')",
+    "parent_environ": "print(open('/proc/{parent}/environ', 'rb').read().decode('utf-8', 'replace'))",
     # The parent's RLIMIT_CORE set to what it already is: the permission is the whole attack.
     "prlimit_parent": (
-        "import resource\ncore = resource.prlimit(os.getppid(), resource.RLIMIT_CORE)\n"
-        "resource.prlimit(os.getppid(), resource.RLIMIT_CORE, core)\nprint('ESCAPED')"
+        "import resource\ncore = resource.prlimit({parent}, resource.RLIMIT_CORE)\n"
+        "resource.prlimit({parent}, resource.RLIMIT_CORE, core)\nprint('ESCAPED')"
     ),
     # The kernel signals the owner of fd 1 whenever the parent reads it: SIGWINCH (28) to the parent.
     "sigio_parent": (
         _CTYPES + _CHECK + "import time\n"
-        "check(libc.fcntl(1, 8, os.getppid()), 'F_SETOWN')\n"
+        "check(libc.fcntl(1, 8, {parent}), 'F_SETOWN')\n"
         "check(libc.fcntl(1, 10, 28), 'F_SETSIG')\n"
         "check(libc.fcntl(1, 4, libc.fcntl(1, 3) | 0o20000), 'F_SETFL O_ASYNC')\n"
         "print('armed')\ntime.sleep(0.2)\nprint('armed again')"
@@ -120,6 +139,26 @@ ATTACKS = {
         "os.close(2)\nfd = os.open({target!r}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n"
         f"chunk = b'x' * (1 << 20)\nfor _ in range({DISK_MIB}): os.write(fd, chunk)\nprint('ESCAPED')"
     ),
+    # A canary in another process's SysV shared memory segment (SHM_KEY, made by the fixture).
+    "sysv_shm_canary": (
+        _CTYPES + _CHECK + "libc.shmat.restype = ctypes.c_void_p\n"
+        "shmid = libc.shmget({shm_key}, 0, 0)\ncheck(shmid, 'shmget')\n"
+        "address = libc.shmat(shmid, None, 0o10000)\n"  # SHM_RDONLY
+        "if address in (None, 2**64 - 1): raise OSError(ctypes.get_errno(), 'shmat')\n"
+        "print(ctypes.string_at(address, 64).split(b'\\0')[0].decode())"
+    ),
+    # getxattrat (kernel 6.13): the token in an extended attribute of a file outside the root.
+    "xattr_token": (
+        _CTYPES + _CHECK + "import struct\n"
+        "value = ctypes.create_string_buffer(256)\n"
+        "args = struct.pack('<QII', ctypes.addressof(value), 256, 0)\n"
+        "n = libc.syscall(ctypes.c_long(464), ctypes.c_long(-100), ctypes.c_char_p({canary!r}.encode()), 0,"
+        " ctypes.c_char_p(b'user.fdsl_token'), ctypes.c_char_p(args), ctypes.c_size_t(len(args)))\n"
+        "check(n, 'getxattrat')\nprint(value.raw[:n].decode())"
+    ),
+    "getpgid_parent": "os.getpgid({parent})\nprint('ESCAPED')",
+    # The host's name (utsns: the worker sees "sandbox").
+    "hostname": "name = os.uname().nodename\nprint('ESCAPED' if name == {hostname!r} else 'armed')",
     "descriptor_exhaustion": (
         "n = 0\ntry:\n"
         f"    while n < {DESCRIPTORS_WANTED}:\n        os.dup(0)\n        n += 1\n"
@@ -148,7 +187,7 @@ class Stop:
         assert expected in result.error["msg"], (expected, result.error)
 
 
-EACCES, EPERM, EMFILE = Stop(errno.EACCES), Stop(errno.EPERM), Stop(errno.EMFILE)
+EACCES, EPERM, EMFILE, ESRCH = Stop(errno.EACCES), Stop(errno.EPERM), Stop(errno.EMFILE), Stop(errno.ESRCH)
 
 
 def stops(name: str, uid_active: bool) -> dict[str, Stop]:
@@ -168,18 +207,22 @@ def stops(name: str, uid_active: bool) -> dict[str, Stop]:
         | ({"uid": Stop(text="No module named 'subprocess'")} if uid_active and not STDLIB_READABLE_BY_NOBODY else {}),
         "posix_spawn": {"seccomp": EPERM, "landlock": EACCES} | ({} if ROOT else {"rlimits": Stop(errno.EAGAIN)}),
         "execv": {"seccomp": EPERM, "landlock": EACCES},
-        "signal_parent": {"seccomp": EPERM} | ({"uid": EPERM} if uid_active else {})
+        "signal_parent": {"seccomp": EPERM, "pidns": ESRCH} | ({"uid": EPERM} if uid_active else {})
         | ({"landlock": EPERM} if LANDLOCK_ABI >= 6 else {}),
-        "ptrace_parent": {"seccomp": EPERM, "landlock": EPERM} | ({"uid": EPERM} if uid_active else {})
+        "ptrace_parent": {"seccomp": EPERM, "landlock": EPERM, "pidns": ESRCH} | ({"uid": EPERM} if uid_active else {})
         | ({"netns": EPERM} if USERNS else {}),  # the parent is outside the worker's user namespace
         "parent_environ": {**uid, "landlock": EACCES, "seccomp": EPERM, "rlimits": EMFILE}
         | ({"netns": EACCES} if USERNS else {}),
-        "prlimit_parent": {"seccomp": EPERM} | ({"uid": EPERM} if uid_active else {}),
+        "prlimit_parent": {"seccomp": EPERM, "pidns": ESRCH} | ({"uid": EPERM} if uid_active else {}),
         # The owner is recorded, but the kernel (other uid) or Landlock (signal scope) never signals.
-        "sigio_parent": {"seccomp": EPERM} | ({"uid": Stop(silent=True)} if uid_active else {})
+        "sigio_parent": {"seccomp": EPERM, "pidns": ESRCH} | ({"uid": Stop(silent=True)} if uid_active else {})
         | ({"landlock": Stop(silent=True)} if LANDLOCK_ABI >= 6 else {}),
         "disk_exhaustion": {**uid, "landlock": EACCES, "seccomp": EPERM, "rlimits": Stop(errno.EFBIG)},
         "descriptor_exhaustion": {"rlimits": EMFILE},
+        "sysv_shm_canary": {"ipcns": Stop(errno.ENOENT), "seccomp": EPERM} | ({"uid": EACCES} if uid_active else {}),
+        "xattr_token": {"seccomp": EPERM} | ({"uid": EACCES} if uid_active else {}),
+        "getpgid_parent": {"seccomp": EPERM, "pidns": ESRCH},
+        "hostname": {"seccomp": EPERM, "utsns": Stop(silent=True)},
     }
     return table[name]
 
@@ -193,7 +236,11 @@ class Scene:
 def attack_code(name: str, sandbox, tmp_path, port: int) -> str:
     _, canary = sandbox
     target = tmp_path / ("disk.bin" if name == "disk_exhaustion" else "written.bin")
-    return "import os\n" + ATTACKS[name].format(canary=str(canary), target=str(target), port=port)
+    # The broker by its host pid (not getppid(): in a PID namespace that is 0, the worker's own group).
+    if name == "xattr_token":
+        os.setxattr(canary, "user.fdsl_token", CANARY.encode())
+    return "import os\n" + ATTACKS[name].format(canary=str(canary), target=str(target), port=port, parent=os.getpid(),
+                                                shm_key=SHM_KEY, hostname=socket.gethostname())
 
 
 def escaped(name: str, result, output: str, scene: Scene) -> bool:
@@ -334,3 +381,31 @@ def test_a_script_cannot_forge_a_second_ready_frame():
     result, _ = run_os(code, layers=None)
     assert result.status == "crash" and "broke the protocol" in result.error["msg"]
     assert result.layers["seccomp"] == "active"
+
+
+def _host_segments() -> set[str]:
+    with open("/proc/sysvipc/shm") as table:
+        return {line.split()[1] for line in table.read().splitlines()[1:]}
+
+
+@pytest.mark.parametrize("layers", [pytest.param(None, id="all"), pytest.param(("ipcns",), id="ipcns"),
+                                    pytest.param(("seccomp",), id="seccomp"), pytest.param((), id="none")])
+def test_no_sysv_segment_outlives_the_run(layers):
+    """A worker that makes shared memory segments and leaves them: without the IPC namespace
+    they stay pinned on the host after the run (1.6 GB once); with it they die with the run."""
+    code = (_CTYPES + "made = 0\nfor _ in range(4):\n    made += libc.shmget(0, 1 << 20, 0o1000 | 0o600) >= 0\n"
+            "print('made', made)\n")
+    before = _host_segments()
+    result, output = run_os(code, layers=layers)
+    left = _host_segments() - before
+    try:
+        assert result.status == "ok", (result, output)
+        if layers == ():
+            assert output == "made 4\n" and len(left) == 4  # the baseline: real, and pinned
+        else:
+            assert not left, left
+            assert output == ("made 0\n" if layers == ("seccomp",) or layers is None else "made 4\n")
+    finally:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for shmid in left:
+            libc.shmctl(int(shmid), 0, None)

@@ -73,10 +73,11 @@ def test_doctor_reports_the_hidden_layers_missing_with_their_reason(fdsl):
     assert done.returncode == 1, done
     lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:] if line.startswith("  ")}
     assert "MISSING" in lines["landlock"] and LANDLOCK_REASON in lines["landlock"], done.stdout
-    assert "MISSING" in lines["netns"] and NETNS_REASON in lines["netns"] and "Operation not permitted" in lines["netns"], done.stdout
+    for name in ("netns", "ipcns", "utsns", "pidns"):  # every namespace needs unshare
+        assert "MISSING" in lines[name] and NETNS_REASON in lines[name] and "Operation not permitted" in lines[name], done.stdout
     for name in ("no_new_privs", "seccomp", "rlimits", "uid"):
         assert "MISSING" not in lines[name], done.stdout
-    assert "2 layer(s) missing" in done.stdout and "--isolation strict` will refuse" in done.stdout
+    assert "5 layer(s) missing" in done.stdout and "--isolation strict` will refuse" in done.stdout
 
 
 def test_strict_isolation_refuses_to_run(fdsl, script):
