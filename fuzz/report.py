@@ -13,6 +13,7 @@ import sys
 from collections import Counter, defaultdict
 
 from fuzz.corpus import ADDABLE, LAYER_ORDER, PROCESS_PARTS, REMOVABLE, VERDICTS, describe_baseline, load_corpus
+from sandbox_worker import cmd_jail
 from sandbox_worker.hardening import LAYERS
 from sandbox_worker.seccomp import ALLOWED, NOTABLE_DENIALS, RULES
 
@@ -69,6 +70,19 @@ OUTRO = """
    sizes), paths are virtual and resolved by the Sandbox policy (no climbing above `/`, no
    symlink out of a mount, files opened beneath the mount's descriptor), no host path is ever
    returned, regexes run against the run's deadline.
+
+5. **RUN_CMD's jail** (sandbox_worker/cmd_jail.py, PromptScript only): an allowlisted program can
+   run anything that program can (`git -c alias.x='!sh …' x`), so the jail, not the allowlist,
+   keeps the host safe. Its layers, each reported in `fdsl doctor` and in a result's `jail` when
+   missing (under `--isolation strict` the command does not run instead):
+
+```
+{cmd_jail}
+```
+
+   Tested as root and unprivileged in tests/security/test_run_cmd_jail.py: uid and
+   capabilities, the host network and `setns` back into it, files and path unix sockets outside
+   the project, grandchildren that outlive the action, git aliases and `git diff --no-index`.
 
 Each process layer is tested alone against raw Python (tests/security/test_layers.py: canary
 read, file write, loopback connect, fork, posix_spawn, execv, signal and ptrace of the parent,
@@ -142,7 +156,9 @@ def render() -> str:
     parts.append("\n   Among what everything else includes (EPERM):\n")
     for group, calls in NOTABLE_DENIALS.items():
         parts.append(f"   - {group}: {', '.join(sorted(calls))}\n")
-    parts.append(OUTRO)
+    doc = cmd_jail.__doc__
+    layers = doc[doc.index("  user "):doc.index("Each layer is attempted")].rstrip()
+    parts.append(OUTRO.replace("{cmd_jail}", layers))
     parts.append("\n" + corpus_table())
     return "".join(parts)
 

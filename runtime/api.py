@@ -123,7 +123,7 @@ def run_script(
     service = FilesService(vfs, store, deadline=deadline, max_reply_bytes=limits.max_reply_bytes)
     # `options`: language options (PromptScript: runtime.promptscript.PSOptions fields).
     try:
-        handlers = LANGUAGE_HANDLERS[lang](service, **options) if options else LANGUAGE_HANDLERS[lang](service)
+        handlers = LANGUAGE_HANDLERS[lang](service, isolation=isolation, **(options or {}))
     except RunSetupError as exc:
         return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
                          figures={"transpile_s": transpiled - wall_started})
@@ -159,8 +159,9 @@ def run_script(
     return result
 
 
-def file_handlers(service: FilesService) -> dict:
-    """The broker's handler table for FilesDSL: one FilesService method per op, plus ping."""
+def file_handlers(service: FilesService, isolation: str = "best") -> dict:
+    """The broker's handler table for FilesDSL: one FilesService method per op, plus ping.
+    (`isolation` concerns only languages that start processes of their own.)"""
     handlers = {
         op: getattr(service, op.replace(".", "_"))
         for op in protocol.OPS

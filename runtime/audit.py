@@ -108,6 +108,25 @@ def probe_layers(timeout: float = 10.0) -> dict:
     return result.layers
 
 
+def probe_command_jail(timeout: float = 10.0) -> dict:
+    """Run /bin/true through RUN_CMD's jail in an empty project: {layer: status}, or
+    {"jail": "missing: <why>"} when it cannot be set up at all."""
+    import shutil
+    import tempfile
+
+    from runtime.errors import ScriptError
+    from runtime.ps_cmd import run_command
+
+    program = shutil.which("true") or "/bin/true"
+    layers: dict = {}
+    with tempfile.TemporaryDirectory() as project:
+        try:
+            run_command(program, [], cwd=project, timeout_s=timeout, shown="true", layers=layers)
+        except ScriptError as exc:
+            return {"jail": f"missing: {str(exc).removeprefix('RUN_CMD: ')}"}
+    return layers
+
+
 def describe_layers(layers: dict) -> list[str]:
     """One line per layer: name, state, status text."""
     lines = []

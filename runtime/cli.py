@@ -251,16 +251,27 @@ def command_run(args) -> int:
 
 
 def command_doctor(args) -> int:
-    from runtime.audit import describe_layers, probe_layers
-    from sandbox_worker.hardening import missing_layers
+    from runtime.audit import describe_layers, probe_command_jail, probe_layers
+    from sandbox_worker.hardening import is_active, missing_layers
 
     layers = probe_layers(timeout=args.timeout)
     print("Hardening layers of the worker on this machine:")
     for line in describe_layers(layers):
         print("  " + line)
+    command = probe_command_jail(timeout=args.timeout)
+    print("PromptScript's RUN_CMD jail (docs/security.md):")
+    for name, status in command.items():
+        print(f"  {name:<13} {'ok ' if is_active(status) else 'MISSING':<8} {status}")
     missing = missing_layers(layers)
+    command_missing = {name: status for name, status in command.items() if not is_active(status)}
     if missing:
         print(f"{len(missing)} layer(s) missing: `fdsl run` works (isolation best) but `--isolation strict` will refuse.")
+    if "jail" in command_missing:
+        print("RUN_CMD cannot run on this machine: PromptScript's RUN_CMD actions will fail.")
+    elif command_missing:
+        print(f"RUN_CMD jail: {len(command_missing)} layer(s) missing: RUN_CMD runs (isolation best) "
+              "and names them in its result; under `--isolation strict` it refuses.")
+    if missing or command_missing:
         return 1
     print("All layers in force: `fdsl run --isolation strict` will run.")
     return 0

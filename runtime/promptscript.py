@@ -75,6 +75,7 @@ class PSOptions:
     output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
     run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # --max-log-bytes: the run log's size limit
+    isolation: str = "best"  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
 
 
 class ActionError(ScriptError):
@@ -261,7 +262,8 @@ class PSSession:
                                         write_approval=options.write_approval, deadline=self.deadline,
                                         output_cap=options.output_cap, files_budget=options.max_files_changed,
                                         stop=self.stop,
-                                        protected=frozenset({self.log.identity}) if self.log else frozenset())
+                                        protected=frozenset({self.log.identity}) if self.log else frozenset(),
+                                        isolation=options.isolation)
             self.actions.update(self.files.handlers())
         if self.log:
             try:

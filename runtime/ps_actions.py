@@ -107,9 +107,10 @@ class ProjectActions:
     def __init__(self, project: Path, *, approve: Callable[[str], bool] | None = None,
                  write_approval: bool = True, deadline=None, output_cap: int = DEFAULT_OUTPUT_CAP,
                  files_budget: int | None = None, stop: Callable[[str], None] | None = None,
-                 protected: frozenset[tuple[int, int]] = frozenset()) -> None:
+                 protected: frozenset[tuple[int, int]] = frozenset(), isolation: str = "best") -> None:
         self.project = Path(project).resolve()
         self.protected = protected  # the run logs' directory, by identity (FileSystemToolset)
+        self.isolation = isolation  # "strict": RUN_CMD refuses to run without its whole jail
         config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
                                              write_approval=write_approval)])
         self.sandboxes: list[Sandbox] = [Sandbox(config)]
@@ -454,7 +455,8 @@ class ProjectActions:
                 timeout_ms, capped = max(1, math.ceil(left * 1000)), True
         try:
             value = run_command(os.path.abspath(program), list(argv), cwd=str(self.project),
-                                timeout_s=timeout_ms / 1000, shown=shown, output_cap=self.output_cap)
+                                timeout_s=timeout_ms / 1000, shown=shown, output_cap=self.output_cap,
+                                isolation=self.isolation)
         except CommandTimeout:
             if capped:
                 raise self.deadline.expired(f"RUN_CMD {shown} was killed (its whole process group)") from None

@@ -1,13 +1,18 @@
 """RUN_CMD in the broker: an allowlisted program, no shell, in the project, jailed, bounded.
 
-The command starts through runtime/ps_launcher.py (``python -I -S``), which puts it in a new
-network namespace with no_new_privs and rlimits and then execs it (see that module). It runs
-in its own session / process group with stdin at /dev/null and a small environment (PATH,
-LANG, HOME = the project). stdout and stderr are read concurrently; each keeps its first
-``output_cap`` bytes (the rest is drained and counted, so the command never blocks on a full
-pipe). When the command's time is up the whole process group is killed (SIGKILL) and the
-action fails with a message saying so; when the command exits, what is left of its group is
-killed too, so nothing keeps running after the action returns.
+The command starts through its own jail (sandbox_worker/cmd_jail.py): never root and never a
+capability, its own user, network, IPC, UTS, PID and mount namespaces, a filesystem view of the
+system's program directories (read-only) and the project (read-write, at /project, its working
+directory), Landlock, a seccomp deny list of kernel attack surface and rlimits. A program
+outside the system directories (a virtualenv's python, pyenv's shims) also sees its own
+installation, read-only. stdin is /dev/null, the environment small (PATH, LANG, HOME =
+/project). stdout and stderr are read concurrently; each keeps its first ``output_cap`` bytes
+(the rest is drained and counted, so the command never blocks on a full pipe). When the
+command's time is up, or when it exits, the launcher is killed and with it (PR_SET_PDEATHSIG,
+then the PID namespace) every process the command started: nothing outlives the action.
+
+What the jail could not apply is reported in the result as ``jail``; under --isolation strict
+the command does not run instead.
 """
 
 from __future__ import annotations
@@ -17,17 +22,16 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from runtime.errors import SandboxError, ScriptError
 
-LAUNCHER = Path(__file__).with_name("ps_launcher.py")
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUTPUT_CAP = 64 * 1024
 CMD_MEMORY_BYTES = 2 << 30
 CMD_FILE_BYTES = 64 << 20
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class CommandTimeout(ScriptError):
@@ -41,18 +45,37 @@ def _killpg(pid: int) -> None:
         pass
 
 
+def installation(program: str) -> list[str]:
+    """The directories a program outside the system directories needs to see, read-only: the
+    prefix it was found under (a virtualenv) and the one its real file lives in (the Python
+    that virtualenv uses, or pyenv behind a shim)."""
+    out: list[str] = []
+    for path in (Path(os.path.abspath(program)), Path(os.path.realpath(program))):
+        prefix = str(path.parent.parent)
+        if prefix == "/" or any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
+            continue
+        if not any(prefix == o or prefix.startswith(o + "/") for o in out):
+            out = [o for o in out if not o.startswith(prefix + "/")] + [prefix]
+    return out
+
+
 def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, shown: str,
-                output_cap: int = DEFAULT_OUTPUT_CAP) -> dict:
-    """Run ``program`` (an absolute path) with ``args``; -> {exitCode, stdout, stderr, ...}."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": cwd}
-    config = {"repo": str(REPO), "env": env, "cpu_seconds": max(1, int(timeout_s) + 1),
-              "memory_bytes": CMD_MEMORY_BYTES, "file_bytes": CMD_FILE_BYTES}
+                output_cap: int = DEFAULT_OUTPUT_CAP, isolation: str = "best", layers: dict | None = None) -> dict:
+    """Run ``program`` (an absolute path) with ``args`` in the project ``cwd``;
+    -> {exitCode, stdout, stderr, truncated, ms[, signal][, jail]}. ``layers``, when given, gets
+    the jail's report of every layer."""
+    from runtime.supervisor import jailed_command
+
+    extra = installation(program)
+    env = {"PATH": ":".join([BASE_PATH] + [f"{prefix}/bin" for prefix in extra]), "LANG": "C.UTF-8", "HOME": "/project"}
+    config = {"project": str(Path(cwd).resolve()), "env": env, "extra": extra, "isolation": isolation,
+              "cpu_seconds": max(1, int(timeout_s) + 1), "memory_bytes": CMD_MEMORY_BYTES, "file_bytes": CMD_FILE_BYTES}
     status_r, status_w = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), str(status_w), program, *args],
-            cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, pass_fds=(status_w,), env=env, close_fds=True,
+            [*jailed_command("sandbox_worker.cmd_jail", ()), json.dumps(config), str(status_w), program, *args],
+            cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, pass_fds=(status_w,), env={}, close_fds=True,
         )
     except OSError as exc:
         os.close(status_r)
@@ -103,8 +126,16 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
         proc.stderr.close()
         os.close(status_r)
     elapsed_ms = int((time.monotonic() - started) * 1000)
-    if status:
-        raise SandboxError(f"RUN_CMD: the command jail could not be set up: {status.decode('utf-8', 'replace')}")
+    lines = status.decode("utf-8", "replace").splitlines()
+    errors = [line.removeprefix("error ") for line in lines if line.startswith("error ")]
+    reports = [line.removeprefix("layers ") for line in lines if line.startswith("layers ")]
+    if errors or not reports:
+        reason = errors[0] if errors else f"the launcher ended with status {proc.returncode} before the command ran"
+        raise SandboxError(f"RUN_CMD: the command jail could not be set up: {reason}")
+    applied = json.loads(reports[0])
+    if layers is not None:
+        layers.update(applied)
+    missing = {name: value for name, value in applied.items() if not value.startswith("active")}
     if timed_out:
         raise CommandTimeout(f"RUN_CMD: {shown} timed out after {int(timeout_s * 1000)} ms "
                              "and was killed (its whole process group)")
@@ -118,4 +149,6 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
     }
     if code < 0:
         result["signal"] = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+    if missing:
+        result["jail"] = {"missing": missing}
     return result

@@ -71,13 +71,17 @@ NETNS_REASON = "missing: unshare("  # the exact call depends on root (CLONE_NEWN
 def test_doctor_reports_the_hidden_layers_missing_with_their_reason(fdsl):
     done = fdsl("doctor")
     assert done.returncode == 1, done
-    lines = {line.split()[0]: line for line in done.stdout.splitlines()[1:] if line.startswith("  ")}
+    worker, command = done.stdout.split("PromptScript's RUN_CMD jail")
+    lines = {line.split()[0]: line for line in worker.splitlines()[1:] if line.startswith("  ")}
     assert "MISSING" in lines["landlock"] and LANDLOCK_REASON in lines["landlock"], done.stdout
     for name in ("netns", "ipcns", "utsns", "pidns"):  # every namespace needs unshare
         assert "MISSING" in lines[name] and NETNS_REASON in lines[name] and "Operation not permitted" in lines[name], done.stdout
     for name in ("no_new_privs", "seccomp", "rlimits", "uid"):
         assert "MISSING" not in lines[name], done.stdout
     assert "5 layer(s) missing" in done.stdout and "--isolation strict` will refuse" in done.stdout
+    # The command jail needs unshare too: as root it never runs (never as root), unprivileged
+    # its namespaces are missing.
+    assert "MISSING" in command and "RUN_CMD" in command.splitlines()[-1], command
 
 
 def test_strict_isolation_refuses_to_run(fdsl, script):
