@@ -86,7 +86,7 @@ def round_trip(calls: int, root: Path) -> None:
          "import os\nwhile True:\n    d = os.read(0, 65536)\n    if not d: break\n    os.write(1, d)"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )
-    from sandbox_worker import protocol
+    from wire import protocol
 
     frame = protocol.encode({"t": "call", "op": "ping", "a": {}})
     samples = []

@@ -52,7 +52,7 @@ def fuzz_replies(budget_s: float, seed: int) -> Stats:
     from runtime.broker import Broker
     from runtime.files import FilesService
     from runtime.vfs import VirtualFS
-    from sandbox_worker import protocol
+    from wire import protocol
 
     stats = Stats("replies", "requests")
     box = Sandbox([("wide.txt", WIDE_PAGE * 3), ("doc.pdf", pdf_with_content(b"BT /F1 12 Tf 72 700 Td (alpha w) Tj ET")),

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 from fuzz.corpus import ADDABLE, LAYER_ORDER, PROCESS_PARTS, REMOVABLE, VERDICTS, describe_baseline, load_corpus
 from sandbox_worker import cmd_jail
-from sandbox_worker.hardening import LAYERS
+from wire.layers import LAYERS
 from sandbox_worker.seccomp import ALLOWED, NOTABLE_DENIALS, RULES
 
 PROCESS_LAYERS = {

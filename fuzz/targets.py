@@ -212,7 +212,7 @@ ARG_DEFAULTS = {"scope": "both", "glob": "*", "pattern": "a", "max_chars": 1000,
 
 
 def path_ops() -> dict[str, dict]:
-    from sandbox_worker import protocol
+    from wire import protocol
 
     ops = {}
     for op, spec in protocol.OPS.items():
@@ -227,7 +227,7 @@ def path_ops() -> dict[str, dict]:
 def fuzz_paths(budget_s: float, seed: int) -> Stats:
     from fuzz.strategies import hostile_paths
     from runtime.audit import broker_for
-    from sandbox_worker import protocol
+    from wire import protocol
 
     stats = Stats("paths", "paths")
     box = Sandbox()
@@ -270,7 +270,7 @@ def fuzz_protocol(budget_s: float, seed: int, worker_share: float = 0.5) -> Stat
     workers sending hostile frame sequences through the real supervisor (slow)."""
     from fuzz.strategies import any_messages, call_messages
     from runtime.audit import broker_for
-    from sandbox_worker import protocol
+    from wire import protocol
 
     stats = Stats("protocol", "messages")
     box = Sandbox()
@@ -311,7 +311,7 @@ def fuzz_protocol(budget_s: float, seed: int, worker_share: float = 0.5) -> Stat
 
 def hostile_frame_sequences(ops: list[str]):
     from fuzz.strategies import any_messages, call_messages
-    from sandbox_worker import protocol
+    from wire import protocol
 
     def encoded(message) -> bytes:
         return protocol.encode(message)
@@ -338,7 +338,7 @@ def fake_workers(budget_s: float, seed: int, box: Sandbox) -> Stats:
 
     from runtime.audit import broker_for
     from runtime.supervisor import Limits, run_worker
-    from sandbox_worker import protocol
+    from wire import protocol
 
     stats = Stats("fake workers", "messages")
     me = psutil.Process()
@@ -351,7 +351,7 @@ def fake_workers(budget_s: float, seed: int, box: Sandbox) -> Stats:
             "import os\ndata = " + repr(payload) + "\n"
             "view = memoryview(data)\n"
             "while view:\n    view = view[os.write(1, view[:65536]):]\n"
-            "from sandbox_worker import protocol\nprotocol.write_frame(1, {'t': 'end', 'ok': True})\n"
+            "from wire import protocol\nprotocol.write_frame(1, {'t': 'end', 'ok': True})\n"
         )
         timeout = 5.0
         deadline = time.monotonic() + timeout

@@ -19,7 +19,7 @@ from runtime.files import FilesService
 from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
 from runtime.supervisor import Limits, run_worker
 from runtime.vfs import VirtualFS
-from sandbox_worker import protocol
+from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
 LANGUAGES = {".fdsl": "fdsl", ".ps": "ps"}

@@ -18,7 +18,7 @@ from typing import Callable
 
 from runtime.broker import Broker
 from runtime.supervisor import Limits, WorkerResult, run_worker
-from sandbox_worker.hardening import LAYERS, is_active
+from wire.layers import LAYERS, is_active
 
 EXIT_OK, EXIT_FAILED, EXIT_TIMEOUT = 0, 1, 124
 

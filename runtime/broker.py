@@ -11,7 +11,7 @@ from typing import Callable
 
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, check_limit, exceeded, mib
 from runtime.errors import DeadlineExceeded, ScriptError
-from sandbox_worker import protocol
+from wire import protocol
 
 MAX_STRING_CHARS = 64 * 1024
 MAX_LIST_ITEMS = 10_000

@@ -7,7 +7,7 @@ charge each piece here as they append it, so the broker stops at the first piece
 budget, never after encoding; the broker's last check on the encoded frame is a backstop.
 
 Each piece is charged its exact size in the reply's JSON (UTF-8, `ensure_ascii=False`, as
-`sandbox_worker.protocol.encode` writes it), plus one byte for its separator.
+`wire.protocol.encode` writes it), plus one byte for its separator.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from runtime.errors import LimitError
-from sandbox_worker.protocol import MAX_REPLY_VALUE_BYTES
+from wire.protocol import MAX_REPLY_VALUE_BYTES
 
 DEFAULT_MAX_REPLY_BYTES = 16 << 20
 MIN_MAX_REPLY_BYTES = 4 << 10

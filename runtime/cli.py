@@ -22,7 +22,7 @@ from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES  # noqa:
 from runtime.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
 from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
 from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES  # noqa: E402
-from sandbox_worker.protocol import MAX_REPLY_VALUE_BYTES  # noqa: E402
+from wire.protocol import MAX_REPLY_VALUE_BYTES  # noqa: E402
 
 
 DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
@@ -252,7 +252,7 @@ def command_run(args) -> int:
 
 def command_doctor(args) -> int:
     from runtime.audit import describe_layers, probe_command_jail, probe_layers
-    from sandbox_worker.hardening import is_active, missing_layers
+    from wire.layers import is_active, missing_layers
 
     layers = probe_layers(timeout=args.timeout)
     print("Hardening layers of the worker on this machine:")
@@ -279,7 +279,7 @@ def command_doctor(args) -> int:
 
 def command_audit(args) -> int:
     from runtime.audit import audit, describe_layers
-    from sandbox_worker.hardening import LAYERS
+    from wire.layers import LAYERS
 
     script = Path(args.script)
     try:

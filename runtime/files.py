@@ -1,4 +1,4 @@
-"""FilesService: the broker's handlers for the FilesDSL ops of sandbox_worker.protocol.OPS.
+"""FilesService: the broker's handlers for the FilesDSL ops of wire.protocol.OPS.
 
 One method per op, named after it ("dir.search" -> `dir_search`) with the op table's argument
 names; `dispatch(op, args)` calls it. Arguments arrive type-validated; values are checked here.
@@ -163,7 +163,7 @@ class FilesService:
             raise DeadlineExceeded(f"the run's time limit was reached while {doing}")
 
     def dispatch(self, op: str, args: dict):
-        from sandbox_worker.protocol import OPS
+        from wire.protocol import OPS
 
         if op not in OPS or not op.startswith(("dir.", "file.")):
             raise ScriptError(f"unknown operation {op!r}")

@@ -23,7 +23,7 @@ import weakref
 
 from runtime.budget import mib
 from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
-from sandbox_worker import protocol
+from wire import protocol
 
 DEFAULT_PDF_MEMORY_BYTES = 768 << 20  # the extractor's address space (Python and MuPDF take ~90 MiB)
 DEFAULT_MAX_PDF_PAGES = 10_000

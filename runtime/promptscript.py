@@ -41,7 +41,7 @@ from typing import Callable
 from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
 from runtime.toolset import printable
 from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
-from sandbox_worker import protocol
+from wire import protocol
 
 ACTIONS = protocol.PS_ACTIONS
 POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")

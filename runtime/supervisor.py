@@ -21,12 +21,11 @@ from typing import Callable
 
 import psutil
 
-import sandbox_worker
 from runtime.broker import Broker
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.documents import DEFAULT_MEMORY_BYTES
 from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
-from sandbox_worker import protocol
+from wire import protocol
 
 MEMORY_POLL_SECONDS = 0.05
 MAX_CPU_SECONDS = 10 ** 8  # the CPU rlimit of a run without a wall clock
@@ -65,15 +64,24 @@ class WorkerResult:
     layers: dict | None = None  # hardening layer -> status, from the worker's "ready" frame
 
 
+# The jailed side's packages, found without importing them: the broker reaches the worker only
+# by starting it.
+JAILED_PACKAGES = ("sandbox_worker", "wire")
+
+
+def package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"{name} is not installed")
+    return Path(spec.origin).resolve().parent
+
+
 def jailed_command(entry: str, packages: tuple[str, ...]) -> list[str]:
     """The command line of a jailed process running `entry`'s main(): isolated mode, no
-    site, and only the import roots of our package and of `packages`."""
-    roots = [str(Path(sandbox_worker.__file__).resolve().parent.parent)]
-    for package in packages:
-        spec = importlib.util.find_spec(package)
-        if spec is None or spec.origin is None:
-            raise RuntimeError(f"{package} is not installed")
-        root = str(Path(spec.origin).resolve().parent.parent)
+    site, and only the import roots of the jailed side and of `packages`."""
+    roots: list[str] = []
+    for package in JAILED_PACKAGES + packages:
+        root = str(package_dir(package).parent)
         if root not in roots:
             roots.append(root)
     bootstrap = f"import sys; sys.path[:0] = {roots!r}; from {entry} import main; main()"
@@ -99,10 +107,11 @@ def ensure_bytecode() -> None:
     _compiled = True
     import compileall
 
-    try:
-        compileall.compile_dir(str(Path(sandbox_worker.__file__).resolve().parent), quiet=2, maxlevels=0)
-    except OSError:
-        pass
+    for package in JAILED_PACKAGES:
+        try:
+            compileall.compile_dir(str(package_dir(package)), quiet=2, maxlevels=0)
+        except OSError:
+            pass
 
 
 def kill_group(pid: int) -> None:

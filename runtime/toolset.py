@@ -583,7 +583,7 @@ class FileSystemToolset:
 
 
 def toolset_handlers(toolset: FileSystemToolset) -> dict[str, Callable[..., object]]:
-    """The broker's handler table for the fs.* ops of sandbox_worker.protocol.OPS."""
+    """The broker's handler table for the fs.* ops of wire.protocol.OPS."""
     return {
         "fs.read": lambda path, max_chars, offset: toolset.read(path, max_chars, offset).model_dump(),
         "fs.write": toolset.write,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sandbox_worker import protocol
+from wire import protocol
 
 
 OUTPUT_CHUNK_CHARS = protocol.MAX_REQUEST_BYTES // 8

@@ -36,7 +36,8 @@ import resource
 import sys
 
 from sandbox_worker import seccomp
-from sandbox_worker.hardening import CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS, HOSTNAME, is_active
+from sandbox_worker.hardening import CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID, CLONE_NEWUSER, CLONE_NEWUTS, HOSTNAME
+from wire.layers import is_active
 
 CLONE_NEWNS = 0x00020000
 NOBODY = 65534

@@ -41,13 +41,10 @@ import struct
 import unicodedata  # noqa: F401 - compile() imports it lazily for non-ASCII identifiers: load it while we still can
 
 from sandbox_worker.seccomp import apply_seccomp
+from wire.layers import LAYERS, NAMESPACES, REQUIRED, is_active
 
 NOBODY = 65534
 
-LAYERS = ("netns", "ipcns", "utsns", "pidns", "uid", "no_new_privs", "landlock", "seccomp", "rlimits")
-NAMESPACES = ("netns", "ipcns", "utsns", "pidns")
-# Layers `--isolation strict` requires: each "active" (or "not needed").
-REQUIRED = frozenset(LAYERS)
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -74,15 +71,6 @@ _libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 def _errno_text() -> str:
     err = ctypes.get_errno()
     return f"{os.strerror(err)} (errno {err})"
-
-
-def is_active(status: str) -> bool:
-    return status.startswith("active") or status.startswith("not needed")
-
-
-def missing_layers(report: dict) -> dict:
-    """The layers of a report that are not in force, with their statuses."""
-    return {name: status for name, status in report.items() if not is_active(status)}
 
 
 # ---------------------------------------------------------------- namespaces

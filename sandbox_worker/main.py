@@ -15,8 +15,9 @@ import re
 from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker.client import BrokerClient, ScriptFailure
-from sandbox_worker import protocol
-from sandbox_worker.hardening import harden, missing_layers
+from wire import protocol
+from sandbox_worker.hardening import harden
+from wire.layers import missing_layers
 
 SCRIPT_FILENAME = "<script>"
 

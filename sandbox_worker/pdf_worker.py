@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 
-from sandbox_worker import protocol
+from wire import protocol
 
 _ABS_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s'\"]*")
 # MuPDF reports an allocation its address-space limit refused as an error of the document.

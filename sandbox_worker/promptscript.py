@@ -7,7 +7,7 @@ Stdlib only (imported before the worker hardens). The names here are the hooks t
 ``range``, ``apply``, ``parallel``.
 
 Everything that changes the world is a request to the broker (ops ``ps.*`` in
-sandbox_worker/protocol.py); the broker enforces policies and budgets. The worker keeps only
+wire/protocol.py); the broker enforces policies and budgets. The worker keeps only
 what must be local: the step counter, the deadline stack of ``timeout`` blocks (SIGALRM via
 ``setitimer(ITIMER_REAL)``, re-armed for the earliest pending deadline), the retry loops and
 a mirror of the policy scope stack (for the runtime variables ``allowed_actions``...).
@@ -36,7 +36,7 @@ import re
 import signal
 import time
 
-from sandbox_worker import protocol
+from wire import protocol
 from sandbox_worker.client import BrokerClient, ScriptFailure
 
 ACTIONS = protocol.PS_ACTIONS

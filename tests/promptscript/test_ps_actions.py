@@ -16,7 +16,7 @@ import _ps  # noqa: F401 - puts tests/ on sys.path
 from runtime.api import run_script
 from runtime.broker import MAX_STRING_CHARS, RequestDenied, validate_call
 from runtime.toolset import TerminalApprover
-from sandbox_worker import protocol
+from wire import protocol
 
 
 @pytest.fixture

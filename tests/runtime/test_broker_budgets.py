@@ -20,7 +20,7 @@ from runtime.errors import LimitError
 from runtime.files import FilesService
 from runtime.pdf import PdfExtractor
 from runtime.vfs import VirtualFS
-from sandbox_worker import protocol
+from wire import protocol
 
 WIDE_LINE = "w" * 1000 + "\n"
 

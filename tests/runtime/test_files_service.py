@@ -13,7 +13,7 @@ from runtime.files import FilesService, glob_to_regex
 from runtime.textsearch import Searcher, compile_pattern
 from runtime.documents import decode_text
 from runtime.vfs import VirtualFS
-from sandbox_worker.protocol import OPS
+from wire.protocol import OPS
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

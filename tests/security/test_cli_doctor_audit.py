@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime import cli
-from sandbox_worker.hardening import LAYERS
+from wire.layers import LAYERS
 
 
 def run_cli(argv, capsys):
@@ -72,7 +72,7 @@ def test_run_verbose_states_the_layers_and_strict_runs_when_all_are_in_force(san
     script.write_text('print(len(Directory("data").files()))\n')
     code, out, err = run_cli(["run", str(script), "--root", str(root), "--verbose", "--isolation", "strict"], capsys)
     from runtime.audit import probe_layers
-    from sandbox_worker.hardening import missing_layers
+    from wire.layers import missing_layers
 
     if missing_layers(probe_layers()):
         assert code == 1 and "isolation strict" in err

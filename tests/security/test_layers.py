@@ -34,7 +34,8 @@ import pytest
 from runtime.broker import Broker
 from runtime.supervisor import Limits, run_worker
 from tests.security.conftest import run_os
-from sandbox_worker.hardening import LAYERS, is_active, landlock_abi
+from sandbox_worker.hardening import landlock_abi
+from wire.layers import LAYERS, is_active
 from tests.conftest import CANARY
 
 ROOT = os.geteuid() == 0
@@ -377,7 +378,7 @@ def test_strict_isolation_refuses_when_a_layer_is_missing():
 
 
 def test_a_script_cannot_forge_a_second_ready_frame():
-    code = "from sandbox_worker import protocol\nprotocol.write_frame(1, {'t': 'ready', 'layers': {}})\nimport time\ntime.sleep(5)"
+    code = "from wire import protocol\nprotocol.write_frame(1, {'t': 'ready', 'layers': {}})\nimport time\ntime.sleep(5)"
     result, _ = run_os(code, layers=None)
     assert result.status == "crash" and "broke the protocol" in result.error["msg"]
     assert result.layers["seccomp"] == "active"

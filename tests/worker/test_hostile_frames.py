@@ -12,7 +12,7 @@ import pytest
 from runtime.broker import Broker
 from runtime.supervisor import end_outcome
 
-WRITE = "from sandbox_worker import protocol\nprotocol.write_frame(1, {frame})\nimport time\ntime.sleep(5)\n"
+WRITE = "from wire import protocol\nprotocol.write_frame(1, {frame})\nimport time\ntime.sleep(5)\n"
 
 
 def frame_run(run_worker_code, frame: str):
@@ -64,7 +64,7 @@ RAW_OUT = ("import os, struct\npayload = rb'{\"t\":\"out\",\"s\":\"%s\"}'\n"
 
 def test_a_lone_surrogate_in_output_reaches_the_output_replaced(run_worker_code):
     result, output = run_worker_code(
-        RAW_OUT % "a\\ud800b" + "from sandbox_worker import protocol\nprotocol.write_frame(1, {'t': 'end', 'ok': True})\n",
+        RAW_OUT % "a\\ud800b" + "from wire import protocol\nprotocol.write_frame(1, {'t': 'end', 'ok': True})\n",
         mode="os")
     assert result.status == "ok"
     assert output == "a?b"
@@ -73,7 +73,7 @@ def test_a_lone_surrogate_in_output_reaches_the_output_replaced(run_worker_code)
 
 def test_the_command_line_survives_hostile_frames(tmp_path):
     script = tmp_path / "hostile.py"
-    script.write_text(RAW_OUT % "x\\udcff\\n" + "from sandbox_worker import protocol\n"
+    script.write_text(RAW_OUT % "x\\udcff\\n" + "from wire import protocol\n"
                       "protocol.write_frame(1, {'t': 'end', 'ok': False, 'error': {'kind': 'RuntimeError', "
                       "'msg': 'm', 'line': 'one', 'col': None}})\n"
                       "import time\ntime.sleep(5)\n")

@@ -114,7 +114,7 @@ def test_garbage_on_the_pipe_stops_the_worker(run_worker_code):
 
 
 def test_unknown_message_type_stops_the_worker(run_worker_code):
-    code = "from sandbox_worker import protocol\nprotocol.write_frame(1, {'t': 'exec', 'code': 'x'})\nimport time\ntime.sleep(5)"
+    code = "from wire import protocol\nprotocol.write_frame(1, {'t': 'exec', 'code': 'x'})\nimport time\ntime.sleep(5)"
     result, _ = run_worker_code(code, mode="os")
     assert result.status == "crash"
     assert "broke the protocol" in result.error["msg"]
