@@ -24,9 +24,9 @@ sys.path.insert(0, str(REPO))
 from runtime import run_script  # noqa: E402
 from runtime.api import file_handlers  # noqa: E402
 from runtime.broker import Broker  # noqa: E402
-from runtime.files import FilesService  # noqa: E402
+from runtime.fs.vfs import VirtualFS  # noqa: E402
+from runtime.services.files import FilesService  # noqa: E402
 from runtime.supervisor import Limits, run_worker  # noqa: E402
-from runtime.vfs import VirtualFS  # noqa: E402
 
 WORDS = "the a model language transformer data page report search index table result method metric".split()
 
@@ -163,7 +163,7 @@ def regex_engines(runs: int, files: int) -> None:
 
     import regex
 
-    from runtime.textsearch import Searcher, compile_pattern
+    from runtime.services.textsearch import Searcher, compile_pattern
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -2,7 +2,7 @@
 
     python bench/run_cmd.py [--runs N]
 
-Times `/bin/true` through runtime.ps_cmd.run_command (the launcher, its namespaces, the new
+Times `/bin/true` through runtime.promptscript.command.run_command (the launcher, its namespaces, the new
 root, Landlock, seccomp, rlimits, then exec) against subprocess.run of the same program,
 interleaved so noise hits both alike, and reports the medians and their ratio. The jail's
 cost is a fixed start-up cost per command: a command that runs for a second pays it once.
@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from runtime.ps_cmd import run_command  # noqa: E402
+from runtime.promptscript.command import run_command  # noqa: E402
 
 
 def main() -> None:

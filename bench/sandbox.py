@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime import safeio  # noqa: E402
-from runtime.sandbox import Mount, Sandbox, SandboxConfig  # noqa: E402
-from runtime.toolset import FileSystemToolset  # noqa: E402
-from runtime.vfs import VirtualFS  # noqa: E402
+from runtime.fs import safeio  # noqa: E402
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig  # noqa: E402
+from runtime.fs.vfs import VirtualFS  # noqa: E402
+from runtime.services.toolset import FileSystemToolset  # noqa: E402
 
 
 def rate(fn, items, min_seconds=0.5) -> float:

@@ -50,8 +50,8 @@ def _reply_calls():
 def fuzz_replies(budget_s: float, seed: int) -> Stats:
     from runtime.api import file_handlers
     from runtime.broker import Broker
-    from runtime.files import FilesService
-    from runtime.vfs import VirtualFS
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.files import FilesService
     from wire import protocol
 
     stats = Stats("replies", "requests")
@@ -114,11 +114,11 @@ def _texts():
 
 
 def fuzz_documents(budget_s: float, seed: int, deadline_s: float = 2.0) -> Stats:
-    from runtime.documents import DocumentStore
     from runtime.errors import ScriptError
-    from runtime.files import FilesService
-    from runtime.pdf import PdfExtractor
-    from runtime.vfs import VirtualFS
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.documents import DocumentStore
+    from runtime.services.files import FilesService
+    from runtime.services.pdf import PdfExtractor
 
     stats = Stats("documents", "documents")
     box = Sandbox()

@@ -341,7 +341,7 @@ class NaiveFile:
         return [1] if regex.search(pattern, self.read(), regex.MULTILINE) else []
 
     def table(self, max_items=50):
-        from runtime.documents import DOTTED_TOC, NUMBERED_TOC  # the TOC patterns, on a backtracking engine
+        from runtime.services.documents import DOTTED_TOC, NUMBERED_TOC  # the TOC patterns, on a backtracking engine
         return [line for line in self.read().splitlines() if re.match(DOTTED_TOC, line) or re.match(NUMBERED_TOC, line)]
 
 

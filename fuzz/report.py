@@ -14,8 +14,8 @@ from collections import Counter, defaultdict
 
 from fuzz.corpus import ADDABLE, LAYER_ORDER, PROCESS_PARTS, REMOVABLE, VERDICTS, describe_baseline, load_corpus
 from sandbox_worker import cmd_jail
-from wire.layers import LAYERS
 from sandbox_worker.seccomp import ALLOWED, NOTABLE_DENIALS, RULES
+from wire.layers import LAYERS
 
 PROCESS_LAYERS = {
     "netns": "a new network namespace (as root directly; unprivileged with a new user namespace first): no interface but a down loopback",

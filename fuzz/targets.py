@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import random
-import warnings
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 

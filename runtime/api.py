@@ -13,12 +13,12 @@ from pathlib import Path
 
 from runtime.broker import Broker
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
-from runtime.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.errors import RunSetupError
-from runtime.files import FilesService
-from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
+from runtime.fs.vfs import VirtualFS
+from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
+from runtime.services.files import FilesService
+from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
 from runtime.supervisor import Limits, run_worker
-from runtime.vfs import VirtualFS
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
@@ -114,14 +114,14 @@ def run_script(
                     max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
                     pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
     deadline = time.monotonic() + timeout
-    # `sandbox` (a runtime.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
+    # `sandbox` (a runtime.fs.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
     # answers approvals (reads from read_approval mounts; the file toolset's writes).
     vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
     store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
                           extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
                                                  max_pages=limits.max_pdf_pages, isolation=isolation))
     service = FilesService(vfs, store, deadline=deadline, max_reply_bytes=limits.max_reply_bytes)
-    # `options`: language options (PromptScript: runtime.promptscript.PSOptions fields).
+    # `options`: language options (PromptScript: runtime.promptscript.session.PSOptions fields).
     try:
         handlers = LANGUAGE_HANDLERS[lang](service, isolation=isolation, **(options or {}))
     except RunSetupError as exc:
@@ -173,7 +173,7 @@ def file_handlers(service: FilesService, isolation: str = "best") -> dict:
 
 # language -> the broker's handler table for a run of it.
 def promptscript_handlers(service: FilesService, **options) -> dict:
-    from runtime.promptscript import promptscript_handlers as handlers
+    from runtime.promptscript.session import promptscript_handlers as handlers
 
     return handlers(service, **options)
 

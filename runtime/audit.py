@@ -51,8 +51,8 @@ def broker_for(root: str | Path | None, deadline: float) -> Broker:
     if root is None:
         return Broker({"ping": lambda: None})
     from runtime.api import file_handlers
-    from runtime.files import FilesService
-    from runtime.vfs import VirtualFS
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.files import FilesService
 
     service = FilesService(VirtualFS([("/", Path(root), False)]), deadline=deadline)
     return Broker(file_handlers(service))
@@ -115,7 +115,7 @@ def probe_command_jail(timeout: float = 10.0) -> dict:
     import tempfile
 
     from runtime.errors import ScriptError
-    from runtime.ps_cmd import run_command
+    from runtime.promptscript.command import run_command
 
     program = shutil.which("true") or "/bin/true"
     layers: dict = {}

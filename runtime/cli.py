@@ -19,11 +19,10 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script  # noqa: E402
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES  # noqa: E402
-from runtime.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
-from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
-from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES  # noqa: E402
+from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES  # noqa: E402
+from runtime.services.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
+from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
 from wire.protocol import MAX_REPLY_VALUE_BYTES  # noqa: E402
-
 
 DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
 PS_TIMEOUT_MARGIN_S = 5.0  # a .ps run's --timeout: --max-time plus this
@@ -75,7 +74,7 @@ def add_sandbox_options(command) -> None:
 def build_sandbox(args):
     """The run's Sandbox from --config/--root/--mount; a bad configuration is a usage error."""
     from runtime.errors import SandboxConfigError
-    from runtime.sandbox import sandbox_from_options
+    from runtime.fs.sandbox import sandbox_from_options
 
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root {args.root}: not a directory")
@@ -87,7 +86,7 @@ def build_sandbox(args):
 
 
 def approver(args):
-    from runtime.toolset import TerminalApprover
+    from runtime.services.toolset import TerminalApprover
 
     return TerminalApprover(assume_yes=args.yes)
 
@@ -118,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--isolation", choices=("best", "strict"), default="best",
         help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
     )
-    ps = run.add_argument_group("PromptScript (.ps)")  # budgets: runtime/promptscript.py
+    ps = run.add_argument_group("PromptScript (.ps)")  # budgets: runtime/promptscript/session.py
     ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write for the file actions; the run log goes to DIR/.ps-runs/<id>/ (default: .)")
     ps.add_argument("--max-steps", type=int, default=50_000, metavar="N", help="statements executed (default 50000; 0: no limit)")
     ps.add_argument("--max-time", type=int, default=600_000, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
@@ -195,7 +194,7 @@ def command_run(args) -> int:
         project = Path(args.project or ".")
         if not project.is_dir():
             raise UsageError(f"--project {args.project}: not a directory")
-        from runtime.ps_runlog import RunLog, RunLogError
+        from runtime.promptscript.runlog import RunLog, RunLogError
 
         try:
             run_log = RunLog(project, args.max_log_bytes)
@@ -207,7 +206,7 @@ def command_run(args) -> int:
                    "max_files_changed": args.max_files_changed, "run_log": run_log,
                    "max_log_bytes": args.max_log_bytes}
 
-    from runtime.toolset import terminal_safe
+    from runtime.services.toolset import terminal_safe
 
     on_terminal = sys.stdout.isatty()
 
@@ -234,8 +233,8 @@ def command_run(args) -> int:
     )
     sys.stdout.flush()
     if run_log is not None and result.error_kind == "SyntaxError":
-        from runtime.promptscript import PSOptions
-        from runtime.ps_runlog import log_unstarted_run
+        from runtime.promptscript.runlog import log_unstarted_run
+        from runtime.promptscript.session import PSOptions
 
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
     if result.error:

@@ -1,6 +1,6 @@
 """`fdsl ls PATH [--json] [--recursive]` and `fdsl find PATH GLOB [--json]`.
 
-Structured listings (runtime/listing.py) of the sandbox built from --root/--mount/--config.
+Structured listings (runtime/services/listing.py) of the sandbox built from --root/--mount/--config.
 Text output is one entry per line, as FilesDSL prints entries but with absolute virtual
 paths: `file /docs/guide.md (56 bytes)`, `directory /docs/sub`, `symlink /docs/l -> /docs/a.md`.
 --json prints the entries as a JSON list with their "@type". A refusal exits 1 with
@@ -13,8 +13,9 @@ import json
 import sys
 
 from runtime.errors import ScriptError
-from runtime.listing import FileSystemEntry, SymbolicLinkEntry, find_files, list_directory
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.files import find_files, list_directory
+from runtime.services.listing import FileSystemEntry, SymbolicLinkEntry
 
 _KINDS = {"FileEntry": "file", "DirectoryEntry": "directory", "SymbolicLinkEntry": "symlink", "OtherEntry": "other"}
 

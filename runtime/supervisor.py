@@ -8,23 +8,21 @@ run can end has its own status: ok, error (the script failed), timeout, crash.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import psutil
 
 from runtime.broker import Broker
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
-from runtime.documents import DEFAULT_MEMORY_BYTES
-from runtime.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
+from runtime.jail import jailed_command
+from runtime.services.documents import DEFAULT_MEMORY_BYTES
+from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
 from wire import protocol
 
 MEMORY_POLL_SECONDS = 0.05
@@ -64,54 +62,9 @@ class WorkerResult:
     layers: dict | None = None  # hardening layer -> status, from the worker's "ready" frame
 
 
-# The jailed side's packages, found without importing them: the broker reaches the worker only
-# by starting it.
-JAILED_PACKAGES = ("sandbox_worker", "wire")
-
-
-def package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"{name} is not installed")
-    return Path(spec.origin).resolve().parent
-
-
-def jailed_command(entry: str, packages: tuple[str, ...]) -> list[str]:
-    """The command line of a jailed process running `entry`'s main(): isolated mode, no
-    site, and only the import roots of the jailed side and of `packages`."""
-    roots: list[str] = []
-    for package in JAILED_PACKAGES + packages:
-        root = str(package_dir(package).parent)
-        if root not in roots:
-            roots.append(root)
-    bootstrap = f"import sys; sys.path[:0] = {roots!r}; from {entry} import main; main()"
-    return [sys.executable, "-I", "-S", "-B", "-c", bootstrap]
-
-
 def worker_command() -> list[str]:
     """The script worker's command line."""
-    ensure_bytecode()
     return jailed_command("sandbox_worker.main", ("RestrictedPython",))
-
-
-_compiled = False
-
-
-def ensure_bytecode() -> None:
-    """Compile the jailed processes' modules once per broker process: a worker runs with -B
-    and reads bytecode but never writes it, so without this every worker compiles them again
-    (about 15 ms of its start). A read-only installation is left as it is."""
-    global _compiled
-    if _compiled:
-        return
-    _compiled = True
-    import compileall
-
-    for package in JAILED_PACKAGES:
-        try:
-            compileall.compile_dir(str(package_dir(package)), quiet=2, maxlevels=0)
-        except OSError:
-            pass
 
 
 def kill_group(pid: int) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from wire import protocol
 
-
 OUTPUT_CHUNK_CHARS = protocol.MAX_REQUEST_BYTES // 8
 
 

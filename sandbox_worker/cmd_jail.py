@@ -1,6 +1,6 @@
 """RUN_CMD's jail: the process that puts an allowlisted command in a jail of its own, then execs it.
 
-Started by runtime/ps_cmd.py as `python -I -S -B -c <bootstrap> CONFIG_JSON STATUS_FD PROGRAM ARG...`
+Started by runtime/promptscript/command.py as `python -I -S -B -c <bootstrap> CONFIG_JSON STATUS_FD PROGRAM ARG...`
 (never imported by the broker). An allowlisted program can run anything that program can
 (`git -c alias.x='!sh ...' x`), so the jail, not the allowlist, keeps the host safe:
 

@@ -41,7 +41,7 @@ import struct
 import unicodedata  # noqa: F401 - compile() imports it lazily for non-ASCII identifiers: load it while we still can
 
 from sandbox_worker.seccomp import apply_seccomp
-from wire.layers import LAYERS, NAMESPACES, REQUIRED, is_active
+from wire.layers import LAYERS, NAMESPACES, is_active
 
 NOBODY = 65534
 

@@ -15,8 +15,8 @@ import re
 from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker.client import BrokerClient, ScriptFailure
-from wire import protocol
 from sandbox_worker.hardening import harden
+from wire import protocol
 from wire.layers import missing_layers
 
 SCRIPT_FILENAME = "<script>"

@@ -1,7 +1,7 @@
 """The PDF text extractor: a jailed process of its own, never the script's worker.
 
 A PDF is hostile input, and MuPDF is a large C library: parsing one in the trusted broker let a
-1 MB crafted file drive the broker to ~10 GB and 50 s. The broker (runtime/pdf.py) starts this
+1 MB crafted file drive the broker to ~10 GB and 50 s. The broker (runtime/services/pdf.py) starts this
 process on the run's first PDF and keeps it for the run. It imports PyMuPDF, then hardens
 itself with every layer the script worker has (sandbox_worker/hardening.py: no files, no
 network, no processes, an address-space and CPU limit), and serves one request at a time:

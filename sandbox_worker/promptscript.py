@@ -36,8 +36,8 @@ import re
 import signal
 import time
 
-from wire import protocol
 from sandbox_worker.client import BrokerClient, ScriptFailure
+from wire import protocol
 
 ACTIONS = protocol.PS_ACTIONS
 POLICY_KEYS = {

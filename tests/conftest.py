@@ -26,11 +26,11 @@ def sandbox(tmp_path: Path):
 @pytest.fixture
 def run_worker_code(sandbox):
     """Run already-generated Python in a real worker against the sandbox root (no transpiler)."""
-    from runtime.broker import Broker
     from runtime.api import file_handlers
-    from runtime.files import FilesService
+    from runtime.broker import Broker
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.files import FilesService
     from runtime.supervisor import Limits, run_worker
-    from runtime.vfs import VirtualFS
 
     root, _ = sandbox
 
@@ -49,7 +49,7 @@ def run_worker_code(sandbox):
 @pytest.fixture(params=["openat2", "walk"])
 def opener(request, monkeypatch):
     """Each race test runs with openat2(RESOLVE_BENEATH) and with the O_NOFOLLOW walk."""
-    from runtime import safeio
+    from runtime.fs import safeio
 
     if request.param == "walk":
         monkeypatch.setitem(safeio._state, "openat2", False)

@@ -271,8 +271,9 @@ def _private_cache_file(grammar: str, options: str) -> str | None:
     doubt about the directory means no cache, which only costs start-up time.
     """
     import hashlib
-    import lark
     import stat
+
+    import lark
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = os.path.join(base, "filesdsl")

@@ -19,8 +19,18 @@ from lark.indenter import DedentError, Indenter
 
 from . import ps_ast as A
 from .errors import DSLError
-from .parser import (MAX_BLOCKS, MAX_EXPR_DEPTH, MAX_INT_DIGITS, MAX_NESTING, MAX_SOURCE_BYTES,
-                     MAX_TOKENS, _char_error, _lark_error, _private_cache_file, deep_stack)
+from .parser import (
+    MAX_BLOCKS,
+    MAX_EXPR_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NESTING,
+    MAX_SOURCE_BYTES,
+    MAX_TOKENS,
+    _char_error,
+    _lark_error,
+    _private_cache_file,
+    deep_stack,
+)
 
 __all__ = ["parse", "prescan", "KEYWORDS", "PYTHON_ONLY_KEYWORDS", "RESERVED_NAMES"]
 

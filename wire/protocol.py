@@ -74,7 +74,7 @@ OPS: dict[str, dict[str, str]] = {
     "file.snippets": {"path": STR, "pattern": STR, "max_results": INT, "context_chars": INT, "ignore_case": BOOL},
     "file.table": {"path": STR, "max_items": INT},
     "file.lines": {"path": STR, "offset": INT, "limit": INT},
-    # The file toolset (runtime/toolset.py): only runs given toolset_handlers() serve these;
+    # The file toolset (runtime/services/toolset.py): only runs given toolset_handlers() serve these;
     # FilesDSL's handler table stays read-only.
     "fs.read": {"path": STR, "max_chars": INT, "offset": INT},
     "fs.write": {"path": STR, "content": STR},
@@ -85,7 +85,7 @@ OPS: dict[str, dict[str, str]] = {
     "fs.list_files": {"path": STR, "pattern": STR},
     "fs.list_directory": {"path": STR},
     "fs.find_files": {"path": STR, "recursive": BOOL, "glob": STR},
-    # PromptScript (runtime/promptscript.py serves these; JSON values travel as strings).
+    # PromptScript (runtime/promptscript/session.py serves these; JSON values travel as strings).
     # -> {max_steps, max_time_ms, policy, files_changed}: the budgets the worker enforces
     # itself and the base policy (for the runtime variables)
     "ps.start": {},

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from runtime.errors import DeadlineExceeded
-from runtime.files import FilesService
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.files import FilesService
 from tests.e2e.test_cli import fdsl, script
 
 GLOB_BOMB = "**" * 40 + "Z"  # 40 ".*" in a row before a letter no path has

@@ -10,12 +10,12 @@ import sys
 import threading
 import time
 
+import _ps  # noqa: F401 - puts tests/ on sys.path
 import pytest
 
-import _ps  # noqa: F401 - puts tests/ on sys.path
 from runtime.api import run_script
 from runtime.broker import MAX_STRING_CHARS, RequestDenied, validate_call
-from runtime.toolset import TerminalApprover
+from runtime.services.toolset import TerminalApprover
 from wire import protocol
 
 

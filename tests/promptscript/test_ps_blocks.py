@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _ps import lines, run_ps
 
 

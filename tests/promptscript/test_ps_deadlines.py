@@ -9,12 +9,12 @@ import json
 import os
 import time
 
+import _ps  # noqa: F401 - puts tests/ on sys.path
 import pytest
 
-import _ps  # noqa: F401 - puts tests/ on sys.path
 from runtime.api import RunResult, run_script
 from runtime.errors import LimitError, ScriptError
-from runtime.promptscript import BlockDeadline, PSOptions, PSSession
+from runtime.promptscript.session import BlockDeadline, PSOptions, PSSession
 
 
 def ps(source: str, project, **options):

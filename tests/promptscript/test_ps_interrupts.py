@@ -14,9 +14,9 @@ import signal
 import sys
 
 import pytest
+from _ps import run_ps
 from RestrictedPython import compile_restricted_exec
 
-from _ps import run_ps
 from sandbox_worker import promptscript as ps
 from sandbox_worker.client import ScriptFailure
 from transpiler import compile_script

@@ -6,10 +6,11 @@ import io
 import json
 
 import pytest
-
 from _ps import lines, run_ps
-from runtime.promptscript import ACTIONS, PolicyStack, PSOptions, PSSession, intersect
+
 from runtime.errors import ScriptError
+from runtime.promptscript.policy import ACTIONS, PolicyStack, intersect
+from runtime.promptscript.session import PSOptions, PSSession
 
 
 def test_inner_scope_cannot_widen_outer():
@@ -329,7 +330,7 @@ for i in range(10):
 
 
 def test_repeating_cycle_lengths():
-    from runtime.promptscript import repeating_cycle
+    from runtime.promptscript.session import repeating_cycle
 
     assert repeating_cycle(list("AAA")) == 1
     assert repeating_cycle(list("XABABAB")) == 2

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
+import _ps  # noqa: F401 - puts tests/ on sys.path
 import pytest
 
-import _ps  # noqa: F401 - puts tests/ on sys.path
 from runtime.api import run_script
 from runtime.errors import LimitError
-from runtime.ps_runlog import MAX_EVENT_BYTES, RunLog, RunLogError, compact
+from runtime.promptscript.runlog import MAX_EVENT_BYTES, RunLog, RunLogError, compact
 
 
 def ps(source: str, project, **options):
@@ -85,7 +85,7 @@ def test_a_full_disk_stops_the_run_cleanly(tmp_path):
 
 
 def test_a_full_disk_during_a_run_ends_it_with_a_limit_error(tmp_path, monkeypatch):
-    from runtime import ps_runlog
+    from runtime.promptscript import runlog as ps_runlog
 
     real_write = ps_runlog.RunLog.write
 
@@ -108,7 +108,7 @@ def test_one_event_cannot_outgrow_its_bound():
 
 
 def test_a_full_disk_before_the_run_is_a_usage_error(tmp_path, monkeypatch):
-    from runtime import ps_runlog
+    from runtime.promptscript import runlog as ps_runlog
 
     real_init = ps_runlog.RunLog.__init__
 

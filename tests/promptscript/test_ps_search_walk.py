@@ -6,10 +6,10 @@ from __future__ import annotations
 import contextlib
 import os
 
-from runtime import safeio
-from runtime.promptscript import PolicyStack
-from runtime.ps_actions import ProjectActions
-from runtime.sandbox import Sandbox
+from runtime.fs import safeio
+from runtime.fs.sandbox import Sandbox
+from runtime.promptscript.actions import ProjectActions
+from runtime.promptscript.policy import PolicyStack
 
 
 def names(result) -> list[str]:

@@ -4,7 +4,6 @@ coercion, truthiness, scoping, classes, break/continue/return, built-ins."""
 from __future__ import annotations
 
 import pytest
-
 from _ps import lines, run_ps
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from _ps import DATA, load_chunks
 from RestrictedPython import compile_restricted_exec
 
-from _ps import DATA, load_chunks
 from transpiler import DSLError, compile_script, parse
 from transpiler.ps_ast import dump
 
@@ -133,8 +133,9 @@ def test_checker_errors_are_located():
 
 
 def test_unknown_parse_rule_fails_closed():
-    from transpiler.ps_parser import _ToAst
     from lark import Tree
+
+    from transpiler.ps_parser import _ToAst
 
     with pytest.raises(Exception) as info:
         _ToAst().transform(Tree("made_up_rule", []))

@@ -15,11 +15,11 @@ from fuzz.hostile import pdf_bomb
 from runtime import run_script
 from runtime.broker import Broker
 from runtime.budget import ReplyBudget, check_limit, json_size
-from runtime.documents import DocumentStore, memory_cost
 from runtime.errors import LimitError
-from runtime.files import FilesService
-from runtime.pdf import PdfExtractor
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.documents import DocumentStore, memory_cost
+from runtime.services.files import FilesService
+from runtime.services.pdf import PdfExtractor
 from wire import protocol
 
 WIDE_LINE = "w" * 1000 + "\n"
@@ -145,7 +145,7 @@ def test_a_document_larger_than_the_memory_budget_is_refused(tmp_path):
 
 
 def test_memory_cost_counts_text_pages_and_lines():
-    from runtime.documents import parse_text
+    from runtime.services.documents import parse_text
 
     doc = parse_text("a.txt", b"abc\n" * 10_000)
     assert memory_cost(doc) >= 3 * len(doc.text)

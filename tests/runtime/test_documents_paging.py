@@ -7,10 +7,10 @@ import os
 import pymupdf
 import pytest
 
-from runtime.documents import DocumentStore
 from runtime.errors import LimitError, ScriptError
-from runtime.files import FilesService
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.documents import DocumentStore
+from runtime.services.files import FilesService
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.files import FilesService
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.files import FilesService
 
 DOCS = Path(__file__).resolve().parents[2] / "examples" / "docs"
 

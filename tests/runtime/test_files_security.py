@@ -8,8 +8,8 @@ import os
 import pytest
 
 from runtime.errors import PathNotInSandboxError, ScriptError
-from runtime.files import FilesService
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.files import FilesService
 
 CANARY = "CANARY-91b2-must-not-leak"
 

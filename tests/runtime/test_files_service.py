@@ -6,13 +6,14 @@ import os
 import re
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtime.errors import LimitError, ScriptError
-from runtime.files import FilesService, glob_to_regex
-from runtime.textsearch import Searcher, compile_pattern
-from runtime.documents import decode_text
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.documents import decode_text
+from runtime.services.files import FilesService, glob_to_regex
+from runtime.services.textsearch import Searcher, compile_pattern
 from wire.protocol import OPS
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from runtime.errors import DeadlineExceeded
-from runtime.files import FilesService
-from runtime.textsearch import RE2_MAX_WORK, Searcher, compile_pattern
-from runtime.vfs import VirtualFS
+from runtime.fs.vfs import VirtualFS
+from runtime.services.files import FilesService
+from runtime.services.textsearch import RE2_MAX_WORK, Searcher, compile_pattern
 
 EVIL = r"(a|aa)+$"  # exponential in a backtracking engine
 EVIL_FALLBACK = r"(?=a)(a|aa)+$"  # the same behind a lookahead: only the fallback can run it

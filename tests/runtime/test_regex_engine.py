@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.errors import ScriptError
-from runtime.files import glob_to_regex
-from runtime.regex_translate import MAX_CHAR
-from runtime.textsearch import Searcher, compile_pattern, compile_trusted
+from runtime.services.files import glob_to_regex
+from runtime.services.regex_translate import MAX_CHAR
+from runtime.services.textsearch import Searcher, compile_pattern, compile_trusted
 
 
 def spans(pattern: str, text: str, ignore_case: bool = False) -> list[tuple[int, int]]:
@@ -156,7 +156,7 @@ def test_generated_patterns_match_as_in_python(pattern, text, ignore_case):
 @settings(max_examples=500, deadline=None)
 @given(line=st.text(alphabet=" \t.\u20261a#`~é٣", max_size=30))
 def test_the_toc_patterns_match_as_python_does(line):
-    from runtime import documents
+    from runtime.services import documents
 
     for source in (documents.ATX_HEADING, documents.FENCE, documents.DOTTED_TOC, documents.NUMBERED_TOC,
                    documents.SECTION_NUMBER):

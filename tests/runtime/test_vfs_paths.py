@@ -1,4 +1,4 @@
-"""Virtual path normalization, mounts and symlink following (runtime/vfs.py)."""
+"""Virtual path normalization, mounts and symlink following (runtime/fs/vfs.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import os
 import pytest
 
 from runtime.errors import PathNotInSandboxError, ScriptError
-from runtime.files import FilesService
-from runtime.vfs import VirtualFS, to_virtual
+from runtime.fs.vfs import VirtualFS, to_virtual
+from runtime.services.files import FilesService
 
 
 @pytest.fixture

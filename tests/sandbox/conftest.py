@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.sandbox import Mount, Sandbox, SandboxConfig
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
 
 CANARY = "CANARY-5e1d-sandbox-must-not-leak"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from runtime.errors import SandboxConfigError
-from runtime.sandbox import Mount, Sandbox, SandboxConfig, config_from_data, load_config
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig, config_from_data, load_config
 
 
 def cfg(tmp_path, *mounts):
@@ -13,7 +13,8 @@ def cfg(tmp_path, *mounts):
 
 
 def test_public_imports_are_lazy_and_complete():
-    import subprocess, sys
+    import subprocess
+    import sys
     code = ("import sys, runtime\n"
             "from runtime import Sandbox, SandboxConfig, Mount, SandboxError, PathNotInSandboxError, "
             "PathNotWritableError, SuffixNotAllowedError, FileTooLargeError, EditError, FileSystemToolset, ReadResult\n"

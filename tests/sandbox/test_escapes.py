@@ -8,10 +8,11 @@ import os
 import threading
 
 import pytest
-from hypothesis import given, settings, strategies as st, HealthCheck
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from runtime.errors import SandboxError, ScriptError
-from runtime.toolset import FileSystemToolset
+from runtime.services.toolset import FileSystemToolset
 from tests.sandbox.conftest import CANARY
 
 
@@ -87,8 +88,8 @@ def test_writes_act_on_the_link_itself(links):
 
 
 def test_listing_hides_where_outside_links_point(links):
-    from runtime.listing import list_directory
-    from runtime.vfs import VirtualFS
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.files import list_directory
 
     sb, tmp = links
     entries = {e.name: e.to_json() for e in list_directory(VirtualFS(sb), "/docs")}
@@ -194,7 +195,7 @@ def swap_after_every_check(monkeypatch, tmp, directory: str):
     """Deterministic check/open race: each time Sandbox.locate has checked a path through
     `directory` (a mount-relative host directory), that directory is swapped for a symlink to
     the outside before the caller opens anything. Restored on exit."""
-    from runtime.sandbox import Sandbox
+    from runtime.fs.sandbox import Sandbox
 
     real = tmp / directory
     moved = tmp / (directory + ".real")
@@ -230,7 +231,7 @@ def test_the_deterministic_swap_leaks_through_a_naive_open(world, monkeypatch):
 
 
 def test_a_component_swapped_right_after_the_check_is_never_followed(world, monkeypatch, opener):
-    from runtime.vfs import VirtualFS
+    from runtime.fs.vfs import VirtualFS
 
     sb, tmp = world
     (tmp / "docs" / "flip").mkdir()

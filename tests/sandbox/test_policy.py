@@ -6,9 +6,16 @@ import os
 
 import pytest
 
-from runtime.errors import (FileTooLargeError, InvalidPathError, PathNotInSandboxError, PathNotWritableError,
-                            SandboxError, ScriptError, SuffixNotAllowedError)
-from runtime.sandbox import Mount, Sandbox, SandboxConfig
+from runtime.errors import (
+    FileTooLargeError,
+    InvalidPathError,
+    PathNotInSandboxError,
+    PathNotWritableError,
+    SandboxError,
+    ScriptError,
+    SuffixNotAllowedError,
+)
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
 
 
 def test_resolve_returns_host_paths(world):
@@ -188,8 +195,8 @@ def test_every_refusal_of_a_path_says_what_is_allowed(world):
 
 
 def test_a_file_path_cannot_end_with_a_slash(world):
-    from runtime.toolset import FileSystemToolset
-    from runtime.vfs import VirtualFS
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.toolset import FileSystemToolset
 
     sb, tmp = world
     ts = FileSystemToolset(sb)

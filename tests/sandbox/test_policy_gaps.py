@@ -19,10 +19,10 @@ import os
 import pytest
 
 from runtime.api import run_script
-from runtime.errors import ApprovalDeniedError, SandboxError, ScriptError
-from runtime.promptscript import PSOptions, PSSession
-from runtime.sandbox import Sandbox
-from runtime.toolset import FileSystemToolset
+from runtime.errors import ApprovalDeniedError, SandboxError
+from runtime.fs.sandbox import Sandbox
+from runtime.promptscript.session import PSOptions, PSSession
+from runtime.services.toolset import FileSystemToolset
 
 
 def test_copy_of_a_read_approval_file_asks_first(world):
@@ -65,7 +65,7 @@ def test_the_gate_refuses_what_it_cannot_classify(world, monkeypatch):
 
 
 def test_create_only_is_no_existence_oracle_for_host_paths(tmp_path, monkeypatch):
-    from runtime import ps_actions
+    from runtime.promptscript import actions as ps_actions
 
     project = tmp_path / "project"
     (project / "d").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""runtime.pydantic_ai_toolset: the file toolset as a PydanticAI toolset, driven offline by
+"""runtime.services.pydantic_ai_toolset: the file toolset as a PydanticAI toolset, driven offline by
 FunctionModel/TestModel. Listing and reading, deferred approvals granted and denied, policy
 refusals reaching the model as retries (naming what is allowed, never a host path)."""
 
@@ -19,12 +19,12 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 
-from runtime.pydantic_ai_toolset import (  # noqa: E402
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig  # noqa: E402
+from runtime.services.pydantic_ai_toolset import (  # noqa: E402
     ApprovableFileSystemToolset,
     ApprovalResult,
     PydanticAIFileSystemToolset,
 )
-from runtime.sandbox import Mount, Sandbox, SandboxConfig  # noqa: E402
 from tests.sandbox.conftest import CANARY  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_tool_schemas_are_what_the_model_sees(world):
 def test_import_runtime_never_needs_pydantic_ai():
     code = (
         "import sys; sys.modules['pydantic_ai'] = None\n"  # any import of it now fails
-        "import runtime, runtime.toolset, runtime.pydantic_ai_toolset as m\n"
+        "import runtime, runtime.services.toolset, runtime.services.pydantic_ai_toolset as m\n"
         "assert 'pydantic_ai' not in [k for k, v in sys.modules.items() if v is not None]\n"
         "try:\n    m.PydanticAIFileSystemToolset\nexcept ImportError as e:\n    print('IMPORT-ERROR', e)\n"
     )

@@ -11,8 +11,8 @@ import pytest
 
 from runtime.broker import Broker
 from runtime.errors import ApprovalDeniedError, EditError, PathNotWritableError, SandboxError
+from runtime.services.toolset import FileSystemToolset, TerminalApprover, toolset_handlers
 from runtime.supervisor import Limits, run_worker
-from runtime.toolset import FileSystemToolset, TerminalApprover, toolset_handlers
 from tests.sandbox.conftest import CANARY
 
 
@@ -188,7 +188,7 @@ def test_move_and_copy_refuse_existing_destination_and_mount_points(world):
 
 def test_suffix_and_size_limits_apply_to_the_toolset(tmp_path):
     from runtime.errors import FileTooLargeError, SuffixNotAllowedError
-    from runtime.sandbox import Mount, Sandbox, SandboxConfig
+    from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
 
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "big.md").write_text("x" * 100)

@@ -18,8 +18,21 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.corpus import (CORPUS_FILES, CORPUS_TIMEOUT, LAYER_ORDER, Entry, check_entry, check_stop, classify,
-                         load_corpus, parse_entry, run_baseline, run_os, run_restricted, verdict)
+from fuzz.corpus import (
+    CORPUS_FILES,
+    CORPUS_TIMEOUT,
+    LAYER_ORDER,
+    Entry,
+    check_entry,
+    check_stop,
+    classify,
+    load_corpus,
+    parse_entry,
+    run_baseline,
+    run_os,
+    run_restricted,
+    verdict,
+)
 from fuzz.targets import CANARY, Sandbox
 
 CLASSES = ("subclass walk", "function globals", "generator/coroutine/traceback frames", "format-string attribute access",
@@ -186,7 +199,7 @@ REGEX_PROBE = """
 import random, sys, time
 sys.path.insert(0, {repo!r})
 from runtime.errors import DeadlineExceeded
-from runtime.textsearch import Searcher, compile_pattern
+from runtime.services.textsearch import Searcher, compile_pattern
 rng = random.Random(1)
 text = {text}
 pattern = compile_pattern({pattern!r})

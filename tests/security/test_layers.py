@@ -33,10 +33,10 @@ import pytest
 
 from runtime.broker import Broker
 from runtime.supervisor import Limits, run_worker
-from tests.security.conftest import run_os
 from sandbox_worker.hardening import landlock_abi
-from wire.layers import LAYERS, is_active
 from tests.conftest import CANARY
+from tests.security.conftest import run_os
+from wire.layers import LAYERS, is_active
 
 ROOT = os.geteuid() == 0
 USERNS = not ROOT  # apply_netns: unprivileged, the net namespace comes with a new user namespace

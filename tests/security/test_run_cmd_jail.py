@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from runtime import supervisor
-from runtime.ps_cmd import run_command
+from runtime import jail
+from runtime.promptscript.command import run_command
 from tests.conftest import CANARY
 
 ROOT = os.geteuid() == 0
@@ -33,7 +33,7 @@ def broker(request, monkeypatch):
     """Who runs the broker. As root, "unprivileged" starts the launcher as root and drops it to
     nobody before its main(): it then takes the unprivileged path (a user namespace)."""
     if request.param == "unprivileged" and ROOT:
-        real = supervisor.jailed_command
+        real = jail.jailed_command
 
         def dropped(entry, packages):
             command = real(entry, packages)
@@ -42,7 +42,7 @@ def broker(request, monkeypatch):
                     f"os.setresuid({NOBODY}, {NOBODY}, {NOBODY}); main()")
             return command[:-1] + [command[-1][: -len(tail)] + drop]
 
-        monkeypatch.setattr(supervisor, "jailed_command", dropped)
+        monkeypatch.setattr(jail, "jailed_command", dropped)
     return request.param
 
 
@@ -190,7 +190,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 assert libc.prctl(38, 1, 0, 0, 0) == 0
 assert libc.prctl(22, 2, ctypes.byref(Fprog(4, ctypes.cast(code, ctypes.c_void_p))), 0, 0) == 0
 from runtime.errors import SandboxError
-from runtime.ps_cmd import run_command
+from runtime.promptscript.command import run_command
 try:
     layers = {}
     result = run_command("/bin/echo", ["ran"], cwd=sys.argv[2], timeout_s=20, shown="echo",

@@ -5,12 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from _helpers import DATA, load_chunks
 
 from transpiler import DSLError, compile_script, parse
 from transpiler.checker import errors
 from transpiler.surface import BUILTINS, KNOWN_ATTRIBUTES, RESERVED_WORDS
-
-from _helpers import DATA, load_chunks
 
 
 def fail(src: str) -> DSLError:

@@ -7,11 +7,10 @@ import os
 import sys
 
 import pytest
+from _helpers import DATA, body_of, load_chunks
 from RestrictedPython import PrintCollector, compile_restricted_exec, safe_builtins
 
 from transpiler import SourceMap, compile_script
-
-from _helpers import DATA, body_of, load_chunks
 
 
 def rp_compile(python: str):

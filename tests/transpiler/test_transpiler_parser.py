@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from _helpers import DATA, load_chunks
 from lark import Tree
 
-from transpiler import DSLError, format_error, parse
-from transpiler import ast
+from transpiler import DSLError, ast, format_error, parse
 from transpiler.ast import dump
 from transpiler.parser import _ToAst, unescape
-
-from _helpers import DATA, load_chunks
 
 
 def stmt(src: str) -> str:

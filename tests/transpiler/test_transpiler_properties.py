@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from RestrictedPython import compile_restricted_exec
 
-from transpiler import DSLError, compile_script, parse
 from fuzz.strategies import VARS, expressions, programs
-from transpiler import ast
+from transpiler import DSLError, ast, compile_script, parse
 from transpiler.ast import dump
 from transpiler.checker import errors
 from transpiler.emitter import emit

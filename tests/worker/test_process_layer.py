@@ -132,9 +132,9 @@ def test_resident_memory_watch_alone(sandbox):
 
     from runtime.api import file_handlers
     from runtime.broker import Broker
-    from runtime.files import FilesService
+    from runtime.fs.vfs import VirtualFS
+    from runtime.services.files import FilesService
     from runtime.supervisor import Limits, run_worker
-    from runtime.vfs import VirtualFS
 
     @dataclass(frozen=True)
     class GenerousAddressSpace(Limits):

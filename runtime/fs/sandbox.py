@@ -21,7 +21,7 @@ specific mount point (that would name a different file than the one the link poi
 Otherwise the path "leads outside the sandbox", whether or not the target exists, so a refusal
 is never an existence oracle. The result is a canonical path with no symlink in it; the
 policy (mount, derive allowlists, suffix) is checked on both the requested and the canonical
-path. Files are then opened by `runtime.safeio.open_beneath`, relative to the mount's
+path. Files are then opened by `runtime.fs.safeio.open_beneath`, relative to the mount's
 directory descriptor with no symlink followed: a component swapped for a symlink after the
 check makes the open fail (and resolution is retried), it is never followed.
 
@@ -44,7 +44,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runtime import safeio
 from runtime.errors import (
     FileTooLargeError,
     InvalidPathError,
@@ -55,6 +54,7 @@ from runtime.errors import (
     ScriptError,
     SuffixNotAllowedError,
 )
+from runtime.fs import safeio
 
 MAX_PATH_CHARS = 4096
 MAX_SYMLINKS = 40

@@ -37,12 +37,16 @@ import bisect
 import re
 import time
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget, check_limit
-from runtime.documents import DocumentStore, Document, decode_text, format_toc, is_pdf_name
 from runtime.errors import LimitError, ScriptError
-from runtime.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
-from runtime.vfs import Resolved, VirtualFS, WalkEntry
+from runtime.fs.vfs import Resolved, VirtualFS, WalkEntry
+from runtime.services.documents import Document, DocumentStore, decode_text, format_toc, is_pdf_name
+from runtime.services.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
+
+if TYPE_CHECKING:
+    from runtime.services.listing import FileSystemEntry
 
 SCOPES = ("name", "content", "both")
 MAX_PAGES_PER_READ = 10_000
@@ -187,9 +191,9 @@ class FilesService:
         }
 
     def _entry(self, e: WalkEntry) -> dict:
-        """The structured entry (runtime/listing.py) with FilesDSL's paths ("docs/a.md") and
+        """The structured entry (runtime/services/listing.py) with FilesDSL's paths ("docs/a.md") and
         two extra fields the DSL shows: "type" (file, directory, symlink, other) and "modified"."""
-        from runtime.listing import entry_of
+        from runtime.services.listing import entry_of  # pydantic: loaded only when listing
 
         out = entry_of(e, "relative").to_json()
         out["type"] = e.kind
@@ -425,3 +429,18 @@ class FilesService:
             budget.charge(f"{n:>{width}}  {line}" if line else f"{n:>{width}}")
             for n, line in enumerate(chosen, start=offset)
         )
+
+
+def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = 10_000) -> list[FileSystemEntry]:
+    """Entries of one directory, sorted by name."""
+    from runtime.services.listing import entry_of
+
+    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).list_entries(path)[1]]
+
+
+def find_files(vfs: VirtualFS, path: str, recursive: bool = True, glob: str = "**/*", *,
+               max_entries: int = 10_000) -> list[FileSystemEntry]:
+    """Entries under `path` whose relative path matches `glob`, sorted by path."""
+    from runtime.services.listing import entry_of
+
+    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).find_entries(path, glob, recursive)]

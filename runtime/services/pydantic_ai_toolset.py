@@ -3,7 +3,7 @@
 An agent written for the public package `pydantic_ai_filesystem_sandbox` switches by changing
 its import:
 
-    from runtime.pydantic_ai_toolset import ApprovableFileSystemToolset, Sandbox, SandboxConfig, Mount
+    from runtime.services.pydantic_ai_toolset import ApprovableFileSystemToolset, Sandbox, SandboxConfig, Mount
     from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
 
     toolset = ApprovableFileSystemToolset(sandbox)                 # = PydanticAIFileSystemToolset
@@ -16,7 +16,7 @@ its import:
         result = agent.run_sync(message_history=result.all_messages(), deferred_tool_results=results)
 
 Tools: read_file, write_file, edit_file, delete_file, move_file, copy_file, list_files, each run
-by runtime.toolset.FileSystemToolset (same policy, same safe opening, same messages).
+by runtime.services.toolset.FileSystemToolset (same policy, same safe opening, same messages).
 
 Every call is checked with `needs_approval(name, tool_args, ctx)` (the seed's table) before it
 runs:
@@ -59,10 +59,10 @@ from runtime.errors import (  # noqa: F401  (re-exported for drop-in imports)
     ScriptError,
     SuffixNotAllowedError,
 )
-from runtime.sandbox import Mount, Sandbox, SandboxConfig  # noqa: F401
-from runtime.toolset import TOOLS, ReadResult, approval_key  # noqa: F401
-from runtime.toolset import ApprovalResult as _CoreResult
-from runtime.toolset import FileSystemToolset as _CoreToolset
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig  # noqa: F401
+from runtime.services.toolset import TOOLS, ReadResult, approval_key  # noqa: F401
+from runtime.services.toolset import ApprovalResult as _CoreResult
+from runtime.services.toolset import FileSystemToolset as _CoreToolset
 
 __all__ = [
     "PydanticAIFileSystemToolset",
@@ -103,7 +103,7 @@ def _build() -> type:
         from pydantic_ai.toolsets import FunctionToolset
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "runtime.pydantic_ai_toolset needs pydantic-ai: pip install 'filesdsl[pydantic-ai]' "
+            "runtime.services.pydantic_ai_toolset needs pydantic-ai: pip install 'filesdsl[pydantic-ai]' "
             f"(or pydantic-ai-slim>=1.0): {exc}"
         ) from exc
 

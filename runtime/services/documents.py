@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from runtime.budget import mib
-from runtime.errors import LimitError, ScriptError
-from runtime.pdf import PdfExtractor
-from runtime.textsearch import compile_trusted
-from runtime.vfs import Resolved, VirtualFS, WalkEntry
+from runtime.errors import LimitError
+from runtime.fs.vfs import Resolved, VirtualFS, WalkEntry
+from runtime.services.pdf import PdfExtractor
+from runtime.services.textsearch import compile_trusted
 
 LINES_PER_PAGE = 80
 DEFAULT_MAX_DOCUMENT_BYTES = 64 << 20
@@ -96,7 +96,7 @@ def parse_text(vpath: str, data: bytes) -> Document:
 
 
 def parse_pdf(vpath: str, data: bytes, extractor: PdfExtractor, deadline: float | None = None) -> Document:
-    """A PDF's pages and outline, extracted by the jailed extractor (runtime/pdf.py)."""
+    """A PDF's pages and outline, extracted by the jailed extractor (runtime/services/pdf.py)."""
     pages, outline, _repaired = extractor.extract(vpath, data, deadline)
     return Document(vpath, "pdf", pages, "\n\n".join(pages), outline or None)
 
@@ -110,7 +110,7 @@ def memory_cost(doc: Document) -> int:
 
 # ------------------------------------------------------------------------- TOC detection
 
-# The patterns run on RE2 (runtime/textsearch.py): a document is hostile input, and these once
+# The patterns run on RE2 (runtime/services/textsearch.py): a document is hostile input, and these once
 # backtracked cubically on a run of blanks. Python syntax; each is matched at a line's start.
 # ATX heading: up to 3 spaces, 1-6 '#', then a space/tab and the title (an optional closing
 # run of '#' preceded by a space is removed).
@@ -213,7 +213,7 @@ class DocumentStore:
     the cache is an LRU bounded in bytes (`memory_bytes`, the broker's memory budget,
     --broker-memory): the least recently used documents are dropped to make room, and a
     single document that would not fit alone is refused with a LimitError naming the budget.
-    PDFs are parsed by `extractor` (runtime/pdf.py, out of process; started on first PDF)."""
+    PDFs are parsed by `extractor` (runtime/services/pdf.py, out of process; started on first PDF)."""
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES, memory_bytes: int = DEFAULT_MEMORY_BYTES,
                  extractor: PdfExtractor | None = None, deadline: float | None = None) -> None:

@@ -48,9 +48,9 @@ class PdfExtractor:
     # -------------------------------------------------------------- the process
 
     def _start(self, deadline: float | None) -> subprocess.Popen:
-        from runtime.supervisor import jailed_command
+        from runtime import jail
 
-        proc = subprocess.Popen(jailed_command("sandbox_worker.pdf_worker", ("pymupdf",)),
+        proc = subprocess.Popen(jail.jailed_command("sandbox_worker.pdf_worker", ("pymupdf",)),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env={}, cwd="/", close_fds=True, start_new_session=True)
         self.started += 1

@@ -1,6 +1,6 @@
 """The virtual filesystem: script paths -> files opened safely, and nothing the other way.
 
-VirtualFS is the reading and walking layer over a `runtime.sandbox.Sandbox`, which owns every
+VirtualFS is the reading and walking layer over a `runtime.fs.sandbox.Sandbox`, which owns every
 rule about paths (normalization, mounts, symlinks, derive, suffixes, sizes; see its module
 docstring). FilesDSL shows paths relative to "/" without a leading slash ("data/a.txt"; the
 root itself is "."); the Sandbox's own API uses "/data/a.txt".
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from runtime import safeio
 from runtime.errors import ApprovalDeniedError, PathNotInSandboxError, SandboxError, ScriptError
-from runtime.sandbox import Location, MountState, Sandbox, config_from_data, refuse_directory_syntax
+from runtime.fs import safeio
+from runtime.fs.sandbox import Location, MountState, Sandbox, config_from_data, refuse_directory_syntax
 
 _READ_FLAGS = os.O_RDONLY | safeio.O_NONBLOCK
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -133,7 +133,7 @@ class VirtualFS:
 
     @staticmethod
     def normalize(path: str) -> tuple[str, ...]:
-        """Virtual components of a script path (see runtime/sandbox.py)."""
+        """Virtual components of a script path (see runtime/fs/sandbox.py)."""
         return Sandbox.split(path)
 
     def canonical(self, path: str) -> str:

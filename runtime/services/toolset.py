@@ -5,7 +5,7 @@
     toolset.read("/out/a.md").content          # ReadResult
 
 Every operation resolves its paths with the Sandbox and opens files beneath the mount's
-directory descriptor with no symlink followed (runtime/safeio.py). Reads follow in-mount
+directory descriptor with no symlink followed (runtime/fs/safeio.py). Reads follow in-mount
 symlinks (the policy is checked on the link and on its target); write, edit, delete, move and
 copy's destination act on the last component itself: a symlink there is replaced, removed or
 renamed, never written through. Writes go to a temporary file in the same directory that is
@@ -43,7 +43,6 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel
 
-from runtime import safeio
 from runtime.errors import (
     ApprovalDeniedError,
     EditError,
@@ -51,8 +50,9 @@ from runtime.errors import (
     SandboxError,
     ScriptError,
 )
-from runtime.sandbox import Location, Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
-from runtime.vfs import VirtualFS
+from runtime.fs import safeio
+from runtime.fs.sandbox import Location, Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
+from runtime.fs.vfs import VirtualFS
 
 MAX_READ_BYTES = 32 << 20  # a hard cap beside each mount's max_file_bytes
 
@@ -68,7 +68,7 @@ class ReadResult(BaseModel):
 @dataclass(frozen=True)
 class ApprovalResult:
     """The seed's approval decision, with the same fields and properties as
-    pydantic-ai-blocking-approval's (runtime/pydantic_ai_toolset.py hands that class to its
+    pydantic-ai-blocking-approval's (runtime/services/pydantic_ai_toolset.py hands that class to its
     ApprovalToolset when it is installed)."""
 
     status: Literal["blocked", "pre_approved", "needs_approval"]
@@ -547,7 +547,7 @@ class FileSystemToolset:
 
     def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
         """Virtual paths of the files under `path` whose path relative to it matches `pattern`."""
-        from runtime.files import FilesService, compile_glob
+        from runtime.services.files import FilesService, compile_glob
 
         self._gate("list_files", {"path": path, "pattern": pattern})
         rx = compile_glob(pattern)
@@ -562,13 +562,13 @@ class FileSystemToolset:
         return sorted(out)
 
     def list_directory(self, path: str = "/") -> list[dict]:
-        from runtime.listing import list_directory
+        from runtime.services.files import list_directory
 
         self._gate("list_files", {"path": path})
         return [e.to_json() for e in list_directory(self._vfs, path)]
 
     def find_files(self, path: str = "/", recursive: bool = True, glob: str = "**/*") -> list[dict]:
-        from runtime.listing import find_files
+        from runtime.services.files import find_files
 
         self._gate("list_files", {"path": path})
         return [e.to_json() for e in find_files(self._vfs, path, recursive, glob)]

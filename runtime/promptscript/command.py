@@ -64,7 +64,7 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
     """Run ``program`` (an absolute path) with ``args`` in the project ``cwd``;
     -> {exitCode, stdout, stderr, truncated, ms[, signal][, jail]}. ``layers``, when given, gets
     the jail's report of every layer."""
-    from runtime.supervisor import jailed_command
+    from runtime import jail
 
     extra = installation(program)
     env = {"PATH": ":".join([BASE_PATH] + [f"{prefix}/bin" for prefix in extra]), "LANG": "C.UTF-8", "HOME": "/project"}
@@ -73,7 +73,7 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
     status_r, status_w = os.pipe()
     try:
         proc = subprocess.Popen(
-            [*jailed_command("sandbox_worker.cmd_jail", ()), json.dumps(config), str(status_w), program, *args],
+            [*jail.jailed_command("sandbox_worker.cmd_jail", ()), json.dumps(config), str(status_w), program, *args],
             cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, pass_fds=(status_w,), env={}, close_fds=True,
         )

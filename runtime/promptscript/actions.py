@@ -20,7 +20,7 @@ allowlist (the program name as the script writes it, resolved on the broker's PA
 denial names what is allowed, exactly (readable: allowRead; writable: allowWrite within
 allowRead). The run log directory ``.ps-runs`` is never writable by scripts.
 
-Time: ``deadline`` (runtime.promptscript.OpDeadline) says when the op must stop: SEARCH checks
+Time: ``deadline`` (runtime.promptscript.session.OpDeadline) says when the op must stop: SEARCH checks
 it per directory entry and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
 is a spent --max-time budget or the worker's `timeout` block, whichever came first.
 """
@@ -36,15 +36,16 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from runtime import safeio
 from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
-from runtime.files import glob_to_regex
-from runtime.ps_cmd import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
-from runtime.ps_runlog import RUN_LOG_DIR
-from runtime.ps_patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
-from runtime.sandbox import Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
-from runtime.toolset import FileSystemToolset, os_error
-from runtime.vfs import VirtualFS
+from runtime.fs import safeio
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
+from runtime.fs.vfs import VirtualFS
+from runtime.promptscript.command import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
+from runtime.promptscript.patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
+from runtime.promptscript.policy import intersect_paths, under
+from runtime.promptscript.runlog import RUN_LOG_DIR
+from runtime.services.files import glob_to_regex
+from runtime.services.toolset import FileSystemToolset, os_error
 
 DEFAULT_READ_BYTES = 500_000
 DEFAULT_SEARCH_RESULTS = 200
@@ -86,10 +87,9 @@ def _shown_list(values) -> str:
 
 def minimal_paths(paths) -> list[str]:
     """Policy paths without those inside another one of the list ("src", "src/a" -> "src")."""
-    from runtime.promptscript import _under
 
     unique = sorted(set(paths))
-    return [p for p in unique if not any(q != p and _under(p, q) for q in unique)]
+    return [p for p in unique if not any(q != p and under(p, q) for q in unique)]
 
 
 def glob_matcher(glob: str):
@@ -133,13 +133,12 @@ class ProjectActions:
         return self.sandboxes[-1]
 
     def enter(self, effective: dict) -> None:
-        from runtime.promptscript import _intersect_paths
 
         def points(paths):
             return ["/" if p == "." else "/" + p for p in paths]
 
         # What cannot be read cannot be written: `allowRead: ["src"]` alone confines writes too.
-        writes = _intersect_paths(effective["allowRead"], effective["allowWrite"])
+        writes = intersect_paths(effective["allowRead"], effective["allowWrite"])
         try:
             child = self.sandbox.derive(allow_read=points(effective["allowRead"]), allow_write=points(writes))
         except SandboxError as exc:
@@ -159,12 +158,11 @@ class ProjectActions:
     def _denied(self, action: str, exc: SandboxError, policy: dict) -> SandboxError:
         """The sandbox's reason, then exactly what the policy in force allows (the Sandbox's own
         list repeats a path both readable and writable, and a write rule it cannot use)."""
-        from runtime.promptscript import _intersect_paths
 
         if exc.reason == str(exc):  # a refusal that names no allowed paths: shown as it is
             return type(exc)(f"{action}: {exc}")
         readable = minimal_paths(policy["allowRead"])
-        writable = minimal_paths(_intersect_paths(policy["allowRead"], policy["allowWrite"]))
+        writable = minimal_paths(intersect_paths(policy["allowRead"], policy["allowWrite"]))
 
         def shown(paths, nothing):
             return ", ".join("/" if p == "." else "/" + p for p in paths) if paths else nothing
@@ -356,7 +354,7 @@ class ProjectActions:
     def _files(self, sb: Sandbox, patterns: list, deadline_check) -> list[str]:
         """Project-relative paths of the regular files the scope may read, sorted. The walk
         opens each directory beneath the project's descriptor and follows no symlink
-        (runtime/vfs.py): a directory swapped for a symlink mid-walk is not entered."""
+        (runtime/fs/vfs.py): a directory swapped for a symlink mid-walk is not entered."""
         vfs = VirtualFS(sb)
         top, _ = vfs.resolve_dir("/")
         out: list[str] = []

@@ -15,7 +15,7 @@ its decision:
   * ``ps.action`` Deny when a budget is spent, when the loop detector trips, or when the
     policy in force does not allow the action; then dispatch to ``self.actions[name]``
     (a callable ``(args: dict, policy: dict) -> (value, printed_text|None)``): REPORT and
-    ASK_USER here, the file actions and RUN_CMD in runtime/ps_actions.py (given a project).
+    ASK_USER here, the file actions and RUN_CMD in runtime/promptscript/actions.py (given a project).
     The work stops at the earlier of --max-time (a LimitError) and the worker's pending
     ``timeout`` block (``deadline_ms``; a TimeoutError the worker turns into that block's
     timeout): ``self.deadline`` is what the handlers consult.
@@ -35,18 +35,15 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Callable
 
 from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
-from runtime.toolset import printable
-from runtime.ps_runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
+from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
+from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
+from runtime.services.toolset import printable
 from wire import protocol
 
-ACTIONS = protocol.PS_ACTIONS
-POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
-POLICY_INT_KEYS = ("maxFileBytes", "maxFilesChanged")
-DEFAULT_MAX_FILE_BYTES = 500_000
 # --halt-on-loop: the same action with the same args, or the same short cycle of them
 # (A,B,A,B,A,B), this many times in a row.
 LOOP_REPEATS = 3
@@ -78,103 +75,11 @@ class PSOptions:
     isolation: str = "best"  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
 
 
-class ActionError(ScriptError):
-    kind = "RuntimeError"
-
-
 class BlockDeadline(ScriptError):
     """The worker's pending `timeout` block ran out while the broker worked for it: the worker
     turns this into that block's own (catchable) timeout error."""
 
     kind = "TimeoutError"
-
-
-# ---- policies ------------------------------------------------------------------------------
-
-def _norm_path(text: str) -> str:
-    p = PurePosixPath(text.strip() or ".")
-    parts = [x for x in p.parts if x not in ("", ".", "/")]
-    if any(x == ".." for x in parts):
-        raise ActionError(f"policy path {text!r} climbs out of the project")
-    return "/".join(parts) or "."
-
-
-def _under(path: str, base: str) -> bool:
-    return base == "." or path == base or path.startswith(base + "/")
-
-
-def _intersect_paths(outer: list, inner: list) -> list:
-    kept = {p for p in inner if any(_under(p, q) for q in outer)}
-    kept |= {q for q in outer if any(_under(q, p) for p in inner)}
-    return sorted(kept)
-
-
-def validate_policy(policy) -> dict:
-    """The broker's own check of a policy object (the worker's is only for early messages)."""
-    if type(policy) is not dict:
-        raise ActionError("a policy must be an object")
-    out: dict = {}
-    for key, value in policy.items():
-        if key in POLICY_INT_KEYS:
-            if type(value) is not int or value < 0:
-                raise ActionError(f"policy {key} must be a non-negative integer")
-            out[key] = value
-        elif key in POLICY_LIST_KEYS:
-            if type(value) is not list or any(type(v) is not str for v in value) or len(value) > 1000:
-                raise ActionError(f"policy {key} must be an array of strings")
-            if key == "allowActions":
-                bad = [v for v in value if v not in ACTIONS]
-                if bad:
-                    raise ActionError(f"policy allowActions: unknown action '{bad[0]}'")
-            out[key] = [_norm_path(v) for v in value] if key in ("allowRead", "allowWrite") else list(value)
-        else:
-            raise ActionError(f"unknown policy key '{str(key)[:40]}'")
-    return out
-
-
-def intersect(outer: dict, inner: dict) -> dict:
-    """The scope in force inside ``inner``: never more than ``outer`` allows."""
-    result = dict(outer)
-    for key in ("allowActions", "allowCommands"):
-        if key in inner:
-            result[key] = [v for v in outer[key] if v in set(inner[key])]
-    if "maxFileBytes" in inner:
-        result["maxFileBytes"] = min(outer["maxFileBytes"], inner["maxFileBytes"])
-    if "maxFilesChanged" in inner:  # None: no limit
-        limits = [v for v in (outer.get("maxFilesChanged"), inner["maxFilesChanged"]) if v is not None]
-        result["maxFilesChanged"] = min(limits)
-    for key in ("allowRead", "allowWrite"):
-        if key in inner:
-            result[key] = _intersect_paths(outer[key], inner[key])
-    return result
-
-
-class PolicyStack:
-    def __init__(self, allow_commands=(), max_files_changed: int | None = None) -> None:
-        self.stack = [{
-            "allowActions": list(ACTIONS),
-            "allowCommands": list(allow_commands),
-            "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
-            "maxFilesChanged": max_files_changed,
-            "allowRead": ["."],
-            "allowWrite": ["."],
-        }]
-
-    @property
-    def current(self) -> dict:
-        return self.stack[-1]
-
-    def enter(self, policy: dict) -> dict:
-        if len(self.stack) > 1000:
-            raise LimitError("policy scopes nested too deep")
-        self.stack.append(intersect(self.current, validate_policy(policy)))
-        return self.current
-
-    def exit(self) -> dict:
-        if len(self.stack) == 1:
-            raise ActionError("no policy scope to leave")
-        self.stack.pop()
-        return self.current
 
 
 class OpDeadline:
@@ -256,7 +161,7 @@ class PSSession:
         }
         self.files = None
         if options.project is not None:
-            from runtime.ps_actions import ProjectActions
+            from runtime.promptscript.actions import ProjectActions
 
             self.files = ProjectActions(Path(options.project), approve=options.approve,
                                         write_approval=options.write_approval, deadline=self.deadline,

@@ -12,9 +12,9 @@ directory is. `to_json()` adds the
 
 `list_directory(path)` returns a directory's entries sorted by name; `find_files(path,
 recursive, glob)` the entries under it whose path relative to it matches the glob (see
-runtime/files.py for the glob rules), sorted by path. Both skip files the mount's suffixes
+runtime/services/files.py for the glob rules), sorted by path. Both skip files the mount's suffixes
 refuse, ask before covering a read_approval mount, and list virtual directories (see
-runtime/vfs.py). Paths are absolute virtual paths ("/docs/a.md"); FilesDSL shows them
+runtime/fs/vfs.py). Paths are absolute virtual paths ("/docs/a.md"); FilesDSL shows them
 relative to "/" ("docs/a.md") with the same fields.
 """
 
@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.vfs import OUTSIDE, VirtualFS, WalkEntry
+from runtime.fs.vfs import OUTSIDE, WalkEntry
 
 
 class FileSystemEntry(BaseModel):
@@ -83,18 +83,3 @@ def entry_of(e: WalkEntry, style: Literal["absolute", "relative"] = "absolute") 
         fields["target"] = target if target == OUTSIDE else _shown(target, style)
         fields["size"] = len((target if target == OUTSIDE else _shown(target, "absolute")).encode("utf-8"))
     return ENTRY_CLASSES[e.kind](**fields)
-
-
-def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = 10_000) -> list[FileSystemEntry]:
-    """Entries of one directory, sorted by name."""
-    from runtime.files import FilesService
-
-    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).list_entries(path)[1]]
-
-
-def find_files(vfs: VirtualFS, path: str, recursive: bool = True, glob: str = "**/*", *,
-               max_entries: int = 10_000) -> list[FileSystemEntry]:
-    """Entries under `path` whose relative path matches `glob`, sorted by path."""
-    from runtime.files import FilesService
-
-    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).find_entries(path, glob, recursive)]

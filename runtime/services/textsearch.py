@@ -1,7 +1,7 @@
 """Regexes over untrusted data (script patterns, globs, the TOC patterns), run in the broker in
 time linear in the text and never past the run's deadline.
 
-- Syntax and semantics: Python `re` (runtime/regex_translate.py), searched, not matched.
+- Syntax and semantics: Python `re` (runtime/services/regex_translate.py), searched, not matched.
   Script patterns get MULTILINE, and IGNORECASE when asked. An invalid pattern is a
   ScriptError "invalid regex '<pattern>': <Python's reason>". Compiled patterns are cached (LRU).
 - Engine: RE2 (google-re2). The `regex` module is the fallback for what RE2 cannot do
@@ -37,8 +37,8 @@ import warnings
 import re2
 import regex
 
-from runtime import regex_translate
 from runtime.errors import DeadlineExceeded, LimitError, ScriptError
+from runtime.services import regex_translate
 
 MAX_PATTERN_CHARS = 10_000
 # RE2's worst case is about 10 ns per compiled position per byte (its NFA); these bound one
@@ -116,7 +116,7 @@ class Pattern:
         return None if m is None else _Groups(m)
 
     def bytes_verdict(self, data: bytes) -> bool | None:
-        """Whether the text decoded from `data` (runtime.documents.decode_text) contains a
+        """Whether the text decoded from `data` (runtime.services.documents.decode_text) contains a
         match, decided on the bytes; None when only a real search can tell.
 
         Valid because Python's UTF-8 decoder with errors="replace" maps every valid sequence

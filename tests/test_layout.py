@@ -1,0 +1,83 @@
+"""The layout's promises (docs/architecture.md), checked on the source: which package may import
+which, and no import circle among our modules, counting imports inside functions too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OURS = ("wire", "transpiler", "runtime", "sandbox_worker")
+# package -> the packages of ours it may import
+ALLOWED = {
+    "wire": set(),
+    "transpiler": {"transpiler"},
+    "sandbox_worker": {"sandbox_worker", "wire"},
+    "runtime": {"runtime", "wire", "transpiler"},
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in OURS:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imports(name: str, path: Path, known: dict) -> set[str]:
+    """Our modules that `name` imports, anywhere in its body (TYPE_CHECKING blocks aside)."""
+    tree = ast.parse(path.read_text(), str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name and target.split(".")[0] in OURS:
+                out.add(target)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def test_each_package_imports_only_what_it_may():
+    wrong = [f"{name} imports {target}" for name, targets in graph().items() for target in sorted(targets)
+             if target.split(".")[0] not in ALLOWED[name.split(".")[0]]]
+    assert wrong == []
+
+
+def test_no_import_circles():
+    edges = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph().items()}
+    circles, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "open":
+                circles.append(path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert circles == []
