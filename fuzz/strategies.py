@@ -1,12 +1,12 @@
 """Hypothesis strategies shaped to the FilesDSL grammar (whole programs as ASTs, rendered with
-transpiler.printer), hostile path strings and hostile protocol messages."""
+transpiler.fdsl.printer), hostile path strings and hostile protocol messages."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from transpiler import ast
-from transpiler.surface import BUILTINS, KNOWN_ATTRIBUTES
+from transpiler.fdsl import ast
+from transpiler.fdsl.surface import BUILTINS, KNOWN_ATTRIBUTES
 
 VARS = st.sampled_from(["a", "b", "xs", "file_1", "n", "Total"])
 KW_NAMES = st.sampled_from(["k", "pages", "ignore_case", "scope", "recursive", "glob", "max_results"])
@@ -45,7 +45,7 @@ def _literals(host_strings: list[str] = ()):
 
 
 def expressions(host_strings: list[str] = ()):
-    """FilesDSL expressions (transpiler.ast nodes), with hostile string literals."""
+    """FilesDSL expressions (transpiler.fdsl.ast nodes), with hostile string literals."""
     leaves = st.one_of(
         st.builds(ast.Name, VARS),
         st.builds(ast.Int, st.integers(0, 10**12)),
@@ -76,7 +76,7 @@ def expressions(host_strings: list[str] = ()):
 
 
 def programs(host_strings: list[str] = ()):
-    """Whole FilesDSL modules (transpiler.ast.Module), with hostile string literals."""
+    """Whole FilesDSL modules (transpiler.fdsl.ast.Module), with hostile string literals."""
     exprs = expressions(host_strings)
 
     def block(stmts):

@@ -164,7 +164,7 @@ def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float
     """FilesDSL programs generated from its grammar's shapes (fuzz.strategies.programs),
     rendered by the project's printer; see program_checker."""
     from fuzz.strategies import programs
-    from transpiler.printer import render
+    from transpiler.fdsl.printer import render
 
     stats = Stats("programs", "programs")
     box = Sandbox()

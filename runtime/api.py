@@ -22,7 +22,6 @@ from runtime.supervisor import Limits, run_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
-LANGUAGES = {".fdsl": "fdsl", ".ps": "ps"}
 
 
 @dataclass
@@ -84,6 +83,7 @@ def run_script(
     each (default 10,000).
     """
     import transpiler
+    from runtime.compile import compile_script
 
     wall_started = time.monotonic()
     chunks: list[str] = []
@@ -94,7 +94,7 @@ def run_script(
             on_output(text)
 
     try:
-        emitted = transpiler.compile_script(source, filename=filename, lang=lang)
+        emitted = compile_script(source, filename=filename, lang=lang)
     except transpiler.DSLError as exc:
         return RunResult(
             exit_code=EXIT_SCRIPT_ERROR,

@@ -10,7 +10,7 @@ from sandbox_worker import api
 from sandbox_worker.api import DirectoryObject, FileObject, Record, fail, type_name
 from sandbox_worker.client import BrokerClient
 
-# The script-facing API, per type. transpiler/surface.py mirrors the union of these names
+# The script-facing API, per type. transpiler/fdsl/surface.py mirrors the union of these names
 # (layer 1); tests/test_surface.py keeps the two equal.
 ALLOWED_ATTRIBUTES: dict[type, frozenset[str]] = {
     DirectoryObject: frozenset({"files", "search", "list", "find", "grep", "path", "name", "recursive"}),

@@ -1,7 +1,7 @@
 """PromptScript in the worker: the restricted globals its generated code runs with.
 
 Stdlib only (imported before the worker hardens). The names here are the hooks the emitter
-(transpiler/ps_emitter.py) inserts: ``ps_main``, ``ps_step``, ``ps_add``/``ps_sub``/...,
+(transpiler/ps/emit.py) inserts: ``ps_main``, ``ps_step``, ``ps_add``/``ps_sub``/...,
 ``ps_eq``..., ``ps_in``, ``ps_guard``, ``ps_policy``, ``ps_retry``, ``ps_timeout``,
 ``ps_make_class``, ``ps_var``, ``ps_range_iter``; plus the built-ins ``log``, ``len``,
 ``range``, ``apply``, ``parallel``.

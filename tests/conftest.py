@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+import transpiler
+
+# The tests compile scripts in this process the way the runtime does (runtime/compile.py):
+# with the recursion limit the deepest valid script needs.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), transpiler.STACK_FRAMES))
 
 CANARY = "CANARY-7f3a-do-not-leak"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sandbox_worker import guards
 from sandbox_worker.api import DirectoryObject, FileObject
-from transpiler import surface
+from transpiler.fdsl import surface
 
 
 def test_attribute_tables_are_equal_per_type():

@@ -21,7 +21,7 @@ def fdsl(*args, cwd=REPO, timeout=60):
 
 
 def fdslc(*args):
-    return subprocess.run([sys.executable, "-m", "transpiler.cli", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "runtime.fdslc", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
 def script(tmp_path: Path, text: str, name: str = "s.fdsl") -> Path:

@@ -10,7 +10,7 @@ from _ps import DATA, load_chunks
 from RestrictedPython import compile_restricted_exec
 
 from transpiler import DSLError, compile_script, parse
-from transpiler.ps_ast import dump
+from transpiler.ps.ast import dump
 
 PARSE_TABLE = [
     ("x = 1 + 2 * 3", '(Assign target=x value=(BinOp op="+" left=1 right=(BinOp op="*" left=2 right=3)))'),
@@ -135,7 +135,7 @@ def test_checker_errors_are_located():
 def test_unknown_parse_rule_fails_closed():
     from lark import Tree
 
-    from transpiler.ps_parser import _ToAst
+    from transpiler.ps.parse import _ToAst
 
     with pytest.raises(Exception) as info:
         _ToAst().transform(Tree("made_up_rule", []))
@@ -150,13 +150,13 @@ def test_fdslc_emits_by_extension(tmp_path):
 
     script = tmp_path / "x.ps"
     script.write_text('log("hi" + 1)\n')
-    proc = subprocess.run([sys.executable, "-m", "transpiler.cli", str(script), "--emit"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "runtime.fdslc", str(script), "--emit"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "ps_step(); log(ps_add('hi', 1))" in proc.stdout
     bad = tmp_path / "bad.ps"
     bad.write_text("x = (\n")
-    proc = subprocess.run([sys.executable, "-m", "transpiler.cli", str(bad)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "runtime.fdslc", str(bad)], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr.startswith("SyntaxError: '(' was never closed")
     assert "Traceback" not in proc.stderr

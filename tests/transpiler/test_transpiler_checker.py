@@ -8,8 +8,8 @@ import pytest
 from _helpers import DATA, load_chunks
 
 from transpiler import DSLError, compile_script, parse
-from transpiler.checker import errors
-from transpiler.surface import BUILTINS, KNOWN_ATTRIBUTES, RESERVED_WORDS
+from transpiler.fdsl.check import errors
+from transpiler.fdsl.surface import BUILTINS, KNOWN_ATTRIBUTES, RESERVED_WORDS
 
 
 def fail(src: str) -> DSLError:

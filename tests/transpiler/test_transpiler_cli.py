@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from transpiler.cli import main
+from runtime.fdslc import main
 
 GOOD = 'docs = Directory("data")\nfor f in docs:\n    print(f)\n'
 BAD = "x = 1\ny = 2\nprint(x))\n"

@@ -8,9 +8,10 @@ import pytest
 from _helpers import DATA, load_chunks
 from lark import Tree
 
-from transpiler import DSLError, ast, format_error, parse
-from transpiler.ast import dump
-from transpiler.parser import _ToAst, unescape
+from transpiler import DSLError, format_error, parse
+from transpiler.fdsl import ast
+from transpiler.fdsl.ast import dump
+from transpiler.fdsl.parse import _ToAst, unescape
 
 
 def stmt(src: str) -> str:

@@ -1,7 +1,7 @@
 """Property tests shaped to the grammar.
 
 Programs are generated as ASTs (``st.recursive``/``st.builds``: the INDENT/DEDENT grammar does
-not suit ``hypothesis.extra.lark``), rendered with ``transpiler.printer``, and must parse back
+not suit ``hypothesis.extra.lark``), rendered with ``transpiler.fdsl.printer``, and must parse back
 to the same tree and emit code RestrictedPython accepts. A raw-text fuzzer checks that any
 text either parses or fails with a located ``DSLError``, never anything else.
 """
@@ -16,11 +16,12 @@ from hypothesis import strategies as st
 from RestrictedPython import compile_restricted_exec
 
 from fuzz.strategies import VARS, expressions, programs
-from transpiler import DSLError, ast, compile_script, parse
-from transpiler.ast import dump
-from transpiler.checker import errors
-from transpiler.emitter import emit
-from transpiler.printer import render
+from transpiler import DSLError, compile_script, parse
+from transpiler.fdsl import ast
+from transpiler.fdsl.ast import dump
+from transpiler.fdsl.check import errors
+from transpiler.fdsl.emit import emit
+from transpiler.fdsl.printer import render
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 

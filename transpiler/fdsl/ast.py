@@ -15,9 +15,11 @@ parentheses; empty tuples and ``None`` fields are left out.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Union
+
+from ..tree import Node, position, walk
+from ..tree import dump as _dump
 
 __all__ = [
     "Node", "Expr", "Stmt", "Module",
@@ -26,18 +28,6 @@ __all__ = [
     "Assign", "AugAssign", "ExprStmt", "For", "If", "Elif", "Break", "Continue",
     "dump", "walk",
 ]
-
-
-def _pos() -> int:
-    return field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Node:
-    line: int = _pos()
-    col: int = _pos()
-    end_line: int = _pos()
-    end_col: int = _pos()
 
 
 # ---- expressions -----------------------------------------------------------------------------
@@ -122,8 +112,8 @@ class Call(Node):
 class Attr(Node):
     obj: "Expr"
     name: str
-    name_line: int = _pos()  # where the attribute name itself is written
-    name_col: int = _pos()
+    name_line: int = position()  # where the attribute name itself is written
+    name_col: int = position()
 
 
 @dataclass(frozen=True)
@@ -160,8 +150,8 @@ class For(Node):
     target: str
     iter: Expr
     body: tuple["Stmt", ...]
-    target_line: int = _pos()
-    target_col: int = _pos()
+    target_line: int = position()
+    target_col: int = position()
 
 
 @dataclass(frozen=True)
@@ -176,8 +166,8 @@ class If(Node):
     body: tuple["Stmt", ...]
     elifs: tuple[Elif, ...] = ()
     orelse: tuple["Stmt", ...] = ()
-    else_line: int = _pos()  # where ``else`` is written, when there is one
-    else_col: int = _pos()
+    else_line: int = position()  # where ``else`` is written, when there is one
+    else_col: int = position()
 
 
 @dataclass(frozen=True)
@@ -200,20 +190,7 @@ class Module(Node):
 
 # ---- helpers ---------------------------------------------------------------------------------
 
-_POSITION_FIELDS = frozenset(
-    {"line", "col", "end_line", "end_col", "name_line", "name_col", "target_line", "target_col",
-     "else_line", "else_col"}
-)
-
-
-def _payload(node: Node):
-    for f in fields(node):
-        if f.name not in _POSITION_FIELDS:
-            yield f.name, getattr(node, f.name)
-
-
-def dump(node: object) -> str:
-    """The compact printed form of a node (positions left out)."""
+def _leaf(node: object) -> str | None:
     if isinstance(node, Name):
         return node.id
     if isinstance(node, Bool):
@@ -222,32 +199,12 @@ def dump(node: object) -> str:
         return str(node.value)
     if isinstance(node, Str):
         return json.dumps(node.value)
-    if isinstance(node, str):
-        # identifiers and operators print bare; anything with spaces or brackets is quoted
-        return node if re.fullmatch(r"[^\s()\"]+", node) else json.dumps(node)
-    if isinstance(node, tuple):
-        return "(" + " ".join(dump(x) for x in node) + ")"
-    if isinstance(node, Node):
-        parts = [type(node).__name__]
-        for name, value in _payload(node):
-            if value is None or value == ():
-                continue
-            parts.append(f"{name}={dump(value)}")
-        return "(" + " ".join(parts) + ")"
-    raise TypeError(f"cannot dump {type(node).__name__}")
+    return None
 
 
-def walk(node: Node):
-    """Yield ``node`` and every node below it, parents first, in source order (no recursion)."""
-    stack: list[object] = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, tuple):
-            stack.extend(reversed(item))
-        elif isinstance(item, Node):
-            yield item
-            children = [v for _, v in _payload(item) if isinstance(v, (Node, tuple))]
-            stack.extend(reversed(children))
+def dump(node: object) -> str:
+    """The compact printed form of a node (positions left out)."""
+    return _dump(node, _leaf)
 
 
 # Binding strength of expressions, Python's (higher binds tighter). One table serves the

@@ -32,14 +32,11 @@ Each statement is preceded by a ``# L<n>: <DSL line>`` comment.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
-from . import ps_ast as A
-from .emitter import Emitted, _safe_comment
-from .errors import DSLError
-from .parser import deep_stack
-from .ps_surface import RUNTIME_VARS
-from .sourcemap import SourceMap
+from ..emitbase import Emitted, EmitterBase, emit_guarded
+from ..errors import DSLError
+from . import ast as A
+from .surface import RUNTIME_VARS
 
 __all__ = ["emit", "HEADER"]
 
@@ -77,23 +74,7 @@ def _step() -> cst.Expr:
     return cst.Expr(_call("ps_step"))
 
 
-class _Emitter:
-    def __init__(self, source: str) -> None:
-        if source.startswith("\ufeff"):
-            source = source[1:]
-        self.lines = source.replace("\r\n", "\n").split("\n")
-        self.origin: dict[int, tuple[cst.CSTNode, A.Node, bool]] = {}
-
-    def mark(self, cnode, dnode: A.Node, is_stmt: bool = False):
-        self.origin[id(cnode)] = (cnode, dnode, is_stmt)
-        return cnode
-
-    def comment(self, line: int, multi: bool = False):
-        text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
-        if multi:
-            text += " ..."
-        return [cst.EmptyLine(comment=cst.Comment(_safe_comment(f"# L{line}: {text}")))]
-
+class _Emitter(EmitterBase):
     # -- expressions ---------------------------------------------------------------------------
 
     def expr(self, node: A.Node, min_prec: int = 0) -> cst.BaseExpression:
@@ -161,11 +142,11 @@ class _Emitter:
     def simple(self, node: A.Node, small: cst.BaseSmallStatement) -> list[cst.BaseStatement]:
         self.mark(small, node, True)
         line = cst.SimpleStatementLine([_step(), small],
-                                       leading_lines=self.comment(node.line, node.end_line > node.line))
+                                       leading_lines=self.comment(node.line, node.end_line))
         return [self.mark(line, node, True)]
 
     def compound(self, node: A.Node, header_end: int, built: cst.BaseCompoundStatement):
-        step = cst.SimpleStatementLine([_step()], leading_lines=self.comment(node.line, header_end > node.line))
+        step = cst.SimpleStatementLine([_step()], leading_lines=self.comment(node.line, header_end))
         return [self.mark(step, node, True), self.mark(built, node, True)]
 
     def stmt(self, node: A.Node) -> list[cst.BaseStatement]:
@@ -241,7 +222,7 @@ class _Emitter:
         methods.append(cst.SimpleStatementLine([cst.Return(cst.Dict(table))]))
         builder = cst.FunctionDef(name=cst.Name(f"ps_class_{node.name}"), params=cst.Parameters(),
                                   body=cst.IndentedBlock(methods),
-                                  leading_lines=self.comment(node.line, True))
+                                  leading_lines=self.comment(node.line, node.line + 1))
         assign = cst.SimpleStatementLine([_step(), cst.Assign(
             targets=[cst.AssignTarget(cst.Name(node.name))],
             value=_call("ps_make_class", _string(node.name), _call(f"ps_class_{node.name}")))])
@@ -257,25 +238,10 @@ class _Emitter:
         return cst.If(test=self.expr(node.test), body=self.block(node.body), orelse=orelse)
 
     def module(self, node: A.Module, filename: str) -> Emitted:
-        header = [cst.EmptyLine(comment=cst.Comment(_safe_comment(HEADER.format(filename=filename))))]
         body = self.body(node.body) or [cst.SimpleStatementLine([cst.Pass()])]
         run = cst.With(items=[cst.WithItem(_call("ps_main"))], body=cst.IndentedBlock(body))
-        module = cst.Module(body=[run], header=header)
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-        stmts, exprs = [], []
-        for cnode, rng in positions.items():
-            found = self.origin.get(id(cnode))
-            if found is None or found[0] is not cnode:
-                continue
-            _, dnode, is_stmt = found
-            entry = (rng.start.line, rng.start.column, rng.end.line, rng.end.column, dnode.line, dnode.col)
-            (stmts if is_stmt else exprs).append(entry)
-        return Emitted(module.code, SourceMap(sorted(set(stmts)), sorted(set(exprs))))
+        return self.finish(cst.Module(body=[run], header=self.header(HEADER.format(filename=filename))))
 
 
 def emit(module: A.Module, source: str, filename: str = "<script>") -> Emitted:
-    try:
-        with deep_stack():
-            return _Emitter(source).module(module, filename)
-    except RecursionError:
-        raise DSLError("expression too deep", 1, 1) from None
+    return emit_guarded(lambda: _Emitter(source).module(module, filename))

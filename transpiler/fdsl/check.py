@@ -16,8 +16,8 @@ Iterative (no recursion), so deep trees cannot exhaust the stack here.
 
 from __future__ import annotations
 
+from ..errors import DSLError
 from . import ast
-from .errors import DSLError
 from .surface import BUILTINS, KNOWN_ATTRIBUTES, RUNTIME_HELPERS
 
 __all__ = ["check", "errors"]

@@ -8,19 +8,12 @@ table-driven tests compare against, e.g. ``(Assign target=x value=(BinOp op=+ ..
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
+from ..tree import Node, hidden, position, walk
+from ..tree import dump as _dump
 
-def _pos():
-    return field(default=0, kw_only=True, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class Node:
-    line: int = _pos()
-    col: int = _pos()
-    end_line: int = _pos()
-    end_col: int = _pos()
+__all__ = ["Node", "dump", "walk"]
 
 
 # ---- expressions -----------------------------------------------------------------------------
@@ -112,7 +105,7 @@ class Return(Node):
 @dataclass(frozen=True)
 class Guard(Node):
     test: Node
-    text: str  # the expression as written
+    text: str = hidden()  # the expression as written (for messages)
 
 
 @dataclass(frozen=True)
@@ -149,7 +142,7 @@ class If(Node):
     body: tuple
     elifs: tuple = ()  # of If (no elifs of their own)
     orelse: tuple = ()
-    else_line: int = _pos()
+    else_line: int = position()
 
 
 @dataclass(frozen=True)
@@ -189,44 +182,21 @@ class Module(Node):
     body: tuple
 
 
-def dump(node) -> str:
-    """The compact printed form of a node (names bare, strings JSON-quoted)."""
-    if isinstance(node, tuple):
-        return "(" + " ".join(dump(n) for n in node) + ")"
+def _leaf(node: object) -> str | None:
     if isinstance(node, Name):
         return node.id
     if isinstance(node, Const):
         v = node.value
         if isinstance(v, str):
             return json.dumps(v)
-        return {True: "true", False: "false", None: "null"}.get(v, repr(v)) if not isinstance(v, (int, float)) or isinstance(v, bool) else repr(v)
-    if not isinstance(node, Node):
-        return json.dumps(node) if isinstance(node, str) and not node.isidentifier() else str(node)
-    parts = [type(node).__name__]
-    for f in fields(node):
-        if not f.compare:
-            continue
-        value = getattr(node, f.name)
-        if value is None or value == ():
-            continue
-        if f.name == "text":
-            continue
-        parts.append(f"{f.name}={dump(value)}")
-    return "(" + " ".join(parts) + ")"
+        return {True: "true", False: "false", None: "null"}[v] if v is None or isinstance(v, bool) else repr(v)
+    return None
 
 
-def walk(node):
-    """Every node under ``node`` (itself included), iteratively, parents first."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, tuple):
-            stack.extend(reversed(n))
-            continue
-        if not isinstance(n, Node):
-            continue
-        yield n
-        for f in reversed(fields(n)):
-            v = getattr(n, f.name)
-            if isinstance(v, (Node, tuple)):
-                stack.append(v)
+def _word(value: str) -> str:
+    return value if value.isidentifier() else json.dumps(value)
+
+
+def dump(node) -> str:
+    """The compact printed form of a node (names bare, strings JSON-quoted)."""
+    return _dump(node, _leaf, _word)

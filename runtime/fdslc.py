@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import compile_script
-from .errors import DSLError
+from runtime.compile import compile_script
+from transpiler import LANGUAGES, DSLError, language, language_for
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,6 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--emit", action="store_true", help="print the generated Python (default)")
     mode.add_argument("--check", action="store_true", help="only validate; print 'ok'")
+    p.add_argument("--lang", choices=sorted(LANGUAGES), help="language (default: by extension)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the generated Python to FILE")
     return p
 
@@ -36,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"fdslc: cannot read {args.script}: {e.strerror or e}", file=sys.stderr)
         return 2
+    lang = language(args.lang) if args.lang else language_for(args.script)
+    if lang is None:
+        print(f"fdslc: cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang",
+              file=sys.stderr)
+        return 2
     try:
         source = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -44,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
               f"  at line {line}", file=sys.stderr)
         return 1
     try:
-        lang = "ps" if args.script.endswith(".ps") else "fdsl"  # chosen by the extension
-        emitted = compile_script(source, filename=args.script, lang=lang)
+        emitted = compile_script(source, filename=args.script, lang=lang.name)
     except DSLError as e:
         print(e.format(source), file=sys.stderr)
         return 1

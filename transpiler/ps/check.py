@@ -1,4 +1,6 @@
-"""Static checks of a parsed PromptScript module. Raises the first ``DSLError``.
+"""Static checks of a parsed PromptScript module.
+
+``errors(module)`` returns every error in source order; ``check(module)`` raises the first.
 
 Each rule says its decision:
   * Deny a name that is read but never defined (not a built-in, never assigned, def'd,
@@ -14,9 +16,9 @@ Each rule says its decision:
 
 from __future__ import annotations
 
-from . import ps_ast as A
-from .errors import DSLError
-from .ps_surface import BUILTINS, LATER_BUILTINS, RUNTIME_VARS
+from ..errors import DSLError
+from . import ast as A
+from .surface import BUILTINS, LATER_BUILTINS, RUNTIME_VARS
 
 
 def _defined(module: A.Module) -> set[str]:
@@ -34,17 +36,19 @@ def _defined(module: A.Module) -> set[str]:
     return names
 
 
-def _check_binding(name: str, node: A.Node) -> None:
-    if name in RUNTIME_VARS:
-        raise DSLError(f"'{name}' is a runtime variable (read-only) and cannot be assigned",
-                       node.line, node.col)
-    if name in BUILTINS:
-        raise DSLError(f"'{name}' is a built-in and cannot be redefined", node.line, node.col)
-
-
 class _Checker:
     def __init__(self, defined: set[str]) -> None:
         self.defined = defined
+        self.found: list[DSLError] = []
+
+    def err(self, message: str, line: int, col: int) -> None:
+        self.found.append(DSLError(message, line, col))
+
+    def _check_binding(self, name: str, node: A.Node) -> None:
+        if name in RUNTIME_VARS:
+            self.err(f"'{name}' is a runtime variable (read-only) and cannot be assigned", node.line, node.col)
+        elif name in BUILTINS:
+            self.err(f"'{name}' is a built-in and cannot be redefined", node.line, node.col)
 
     def stmts(self, body, loop: bool, func: bool) -> None:
         for s in body:
@@ -53,21 +57,21 @@ class _Checker:
     def stmt(self, s: A.Node, loop: bool, func: bool) -> None:
         if isinstance(s, A.Assign):
             if isinstance(s.target, A.Name):
-                _check_binding(s.target.id, s.target)
+                self._check_binding(s.target.id, s.target)
             else:
                 root = s.target
                 while isinstance(root, (A.Attr, A.Index)):
                     root = root.obj
                 if isinstance(root, A.Name) and root.id in RUNTIME_VARS:
-                    raise DSLError(f"'{root.id}' is a runtime variable (read-only) and cannot be "
-                                   "modified", root.line, root.col)
+                    self.err(f"'{root.id}' is a runtime variable (read-only) and cannot be modified",
+                             root.line, root.col)
                 self.expr(s.target)
             self.expr(s.value)
         elif isinstance(s, A.ExprStmt):
             self.expr(s.value)
         elif isinstance(s, A.Return):
             if not func:
-                raise DSLError("'return' outside a function", s.line, s.col)
+                self.err("'return' outside a function", s.line, s.col)
             if s.value is not None:
                 self.expr(s.value)
         elif isinstance(s, A.Guard):
@@ -75,20 +79,21 @@ class _Checker:
         elif isinstance(s, (A.Break, A.Continue)):
             word = "break" if isinstance(s, A.Break) else "continue"
             if loop is None:
-                raise DSLError(f"'{word}' cannot leave a retry block", s.line, s.col)
-            if not loop:
-                raise DSLError(f"'{word}' outside a loop", s.line, s.col)
+                self.err(f"'{word}' cannot leave a retry block", s.line, s.col)
+            elif not loop:
+                self.err(f"'{word}' outside a loop", s.line, s.col)
         elif isinstance(s, A.Pass):
             pass
         elif isinstance(s, A.FunctionDef):
-            _check_binding(s.name, s)
+            self._check_binding(s.name, s)
             self._params(s)
             self.stmts(s.body, False, True)
         elif isinstance(s, A.ClassDef):
-            _check_binding(s.name, s)
+            self._check_binding(s.name, s)
             for m in s.methods:
                 if not m.params:
-                    raise DSLError(f"method '{m.name}' needs a first parameter (self)", m.line, m.col)
+                    self.err(f"method '{m.name}' needs a first parameter (self)", m.line, m.col)
+                    continue
                 self._params(m)
                 self.stmts(m.body, False, True)
         elif isinstance(s, A.If):
@@ -100,7 +105,7 @@ class _Checker:
             self.expr(s.test)
             self.stmts(s.body, True, func)
         elif isinstance(s, A.For):
-            _check_binding(s.target, s)
+            self._check_binding(s.target, s)
             self.expr(s.iter)
             self.stmts(s.body, True, func)
         elif isinstance(s, A.Policy):
@@ -115,14 +120,13 @@ class _Checker:
                 self.expr(s.backoff)
             self.stmts(s.body, None if loop else False, func)
         else:
-            raise DSLError(f"internal error: cannot check {type(s).__name__}", s.line or 1, s.col or 1)
+            self.err(f"internal error: cannot check {type(s).__name__}", s.line or 1, s.col or 1)
 
-    @staticmethod
-    def _params(f: A.FunctionDef) -> None:
+    def _params(self, f: A.FunctionDef) -> None:
         for p in f.params:
             if p in RUNTIME_VARS:
-                raise DSLError(f"'{p}' is a runtime variable (read-only) and cannot be a parameter",
-                               f.line, f.col)
+                self.err(f"'{p}' is a runtime variable (read-only) and cannot be a parameter",
+                         f.line, f.col)
 
     def expr(self, e: A.Node) -> None:
         for node in A.walk(e):
@@ -130,10 +134,20 @@ class _Checker:
                 continue
             if isinstance(node, A.Name) and node.id not in BUILTINS and node.id not in self.defined:
                 if node.id in LATER_BUILTINS:
-                    raise DSLError(f"'{node.id}' is not available yet (calls to a language model "
-                                   "come in a later release)", node.line, node.col)
-                raise DSLError(f"'{node.id}' is not defined", node.line, node.col)
+                    self.err(f"'{node.id}' is not available yet (calls to a language model "
+                             "come in a later release)", node.line, node.col)
+                else:
+                    self.err(f"'{node.id}' is not defined", node.line, node.col)
+
+
+def errors(module: A.Module) -> list[DSLError]:
+    checker = _Checker(_defined(module))
+    checker.stmts(module.body, False, False)
+    return sorted(checker.found, key=lambda e: (e.line or 0, e.col or 0))
 
 
 def check(module: A.Module) -> None:
-    _Checker(_defined(module)).stmts(module.body, False, False)
+    """Raise the first static error (in source order), if any."""
+    found = errors(module)
+    if found:
+        raise found[0]

@@ -1,0 +1,100 @@
+"""The runtime's door to the transpiler: the stack the deepest valid script needs, and the
+private directory where built parsers are kept between processes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import threading
+
+import transpiler
+
+__all__ = ["compile_script", "deep_stack", "UserParserCache"]
+
+_stack_lock = threading.Lock()
+_stack_users = 0
+_stack_saved = 0
+
+
+@contextlib.contextmanager
+def deep_stack(frames: int = transpiler.STACK_FRAMES):
+    """Raise the recursion limit to ``frames`` while any compilation runs; put it back after
+    the last one finishes."""
+    global _stack_users, _stack_saved
+    with _stack_lock:
+        if _stack_users == 0:
+            _stack_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_stack_saved, frames))
+        _stack_users += 1
+    try:
+        yield
+    finally:
+        with _stack_lock:
+            _stack_users -= 1
+            if _stack_users == 0:
+                sys.setrecursionlimit(_stack_saved)
+
+
+class UserParserCache:
+    """Built parsers (lark pickles them) in a directory only this user can write.
+
+    Never the shared temp directory: another local user could plant a pickle there. Any doubt
+    about the directory means no cache, which only costs start-up time."""
+
+    def __init__(self, folder: str | None = None) -> None:
+        self._folder = folder
+
+    @property
+    def folder(self) -> str:
+        if self._folder:
+            return self._folder
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return os.path.join(base, "filesdsl")
+
+    def _private(self) -> bool:
+        try:
+            os.makedirs(self.folder, mode=0o700, exist_ok=True)
+            info = os.stat(self.folder, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.folder, f"parser-{key}.lark-cache")
+
+    def load(self, key: str) -> bytes | None:
+        if not self._private():
+            return None
+        try:
+            fd = os.open(self._path(key), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+                return None
+            return f.read()
+
+    def store(self, key: str, data: bytes) -> None:
+        if not self._private():
+            return
+        tmp = self._path(key) + f".{os.getpid()}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self._path(key))
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+_CACHE = UserParserCache()
+
+
+def compile_script(source: str, filename: str = "<script>", lang: str = "fdsl", **limits):
+    """``transpiler.compile_script`` with the stack and the parser cache it needs."""
+    with deep_stack():
+        return transpiler.compile_script(source, filename, lang, cache=_CACHE, **limits)

@@ -1,0 +1,410 @@
+"""What every language's parser shares: limits, the pre-scan, lark, error mapping, depth.
+
+Parsing is three steps, each failing with a located ``DSLError``:
+
+1. ``prescan`` over the raw text refuses what must never reach lark or a recursive algorithm:
+   oversized input, odd characters, unterminated strings, unbalanced or too deeply nested
+   brackets, tabs in indentation, too deeply nested blocks. A language's ``Lexicon`` names its
+   quotes and brackets;
+2. lark (LALR) with a ``LimitedIndenter`` post-lexer that counts tokens and lets the language
+   refuse a name as soon as it is lexed;
+3. an iterative depth check of the parse tree, then the language's ``Transformer`` to its AST.
+
+Pure: no I/O beyond reading a grammar from its package, and no process-wide state. A built parser can be kept across processes in a
+``ParserCache`` the caller passes in (the runtime keeps one in a private user directory).
+The recursive phases need ``STACK_FRAMES`` of Python recursion limit for the deepest valid
+script; below that a deep script is refused with a ``DSLError``, never a ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import sys
+import threading
+import unicodedata
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Callable, Mapping, Protocol
+
+import lark
+from lark import Lark, Token, Transformer, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.indenter import DedentError, Indenter
+
+from .errors import DSLError
+from .limits import DEFAULT_LIMITS, MAX_INT_DIGITS, STACK_FRAMES, Limits
+
+__all__ = ["Limits", "Lexicon", "LimitedIndenter", "Grammar", "ParserCache", "Frontend",
+           "prescan", "char_error", "lark_error", "STACK_FRAMES", "MAX_INT_DIGITS"]
+
+# ---- step 1: pre-scan ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The lexical surface the pre-scan knows: one-line strings with backslash escapes, an
+    optional multi-line raw string, and brackets."""
+
+    quotes: str
+    brackets: Mapping[str, str]
+    raw_quote: str = ""
+    raw_name: str = ""
+    interesting: re.Pattern = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        specials = "#" + self.quotes + self.raw_quote + "".join(self.brackets) + "".join(self.brackets.values())
+        pattern = "[" + re.escape(specials) + r"]|[^\t -~]"
+        object.__setattr__(self, "interesting", re.compile(pattern))
+
+
+_BAD_IN_TEXT = re.compile(r"[\x00\ud800-\udfff]")  # refused even inside strings and comments
+
+
+def char_error(ch: str, line: int, col: int) -> DSLError:
+    code = f"U+{ord(ch):04X}"
+    try:
+        name = unicodedata.name(ch)
+    except ValueError:
+        name = ""
+    message = f"unexpected character {code}" + (f" ({name})" if name else "")
+    if ch == "\r":
+        message += ": a carriage return must be followed by a newline"
+    return DSLError(message, line, col)
+
+
+def _check_text(text: str, line: int, start_col: int) -> None:
+    """Refuse NUL and lone surrogates inside a string body or a comment."""
+    m = _BAD_IN_TEXT.search(text)
+    if m:
+        raise char_error(m.group(), line, start_col + m.start())
+
+
+class _Indents:
+    """Indentation of code lines: spaces only, consistent, at most ``max_blocks`` deep."""
+
+    def __init__(self, max_blocks: int) -> None:
+        self.stack = [0]
+        self.seen_code = False
+        self.max_blocks = max_blocks
+
+    def line(self, line: str, lineno: int) -> None:
+        stripped = line.lstrip(" \t")
+        if not stripped or stripped.startswith("#"):
+            return
+        lead = line[: len(line) - len(stripped)]
+        tab = lead.find("\t")
+        if tab >= 0:
+            raise DSLError("tab character in indentation (indent with spaces only)", lineno, tab + 1)
+        width = len(lead)
+        if not self.seen_code and width:
+            raise DSLError("unexpected indent", lineno, width + 1)
+        self.seen_code = True
+        if width > self.stack[-1]:
+            self.stack.append(width)
+            if len(self.stack) - 1 > self.max_blocks:
+                raise DSLError(f"blocks nested too deep (limit {self.max_blocks})", lineno, width + 1)
+            return
+        while width < self.stack[-1]:
+            self.stack.pop()
+        if width != self.stack[-1]:
+            raise DSLError("unindent does not match any outer indentation level", lineno, width + 1)
+
+
+def _string_end(line: str, quote: str, start: int) -> int:
+    """Index of the quote closing the string opened at ``start``, or -1."""
+    j, n = start + 1, len(line)
+    while j < n and line[j] != quote:
+        j += 2 if line[j] == "\\" else 1
+    return j if j < n else -1
+
+
+def prescan(source: str, lexicon: Lexicon, limits: Limits = DEFAULT_LIMITS) -> str:
+    """Check the raw text; return it normalised for lark (no BOM, ``\\n`` line ends, final
+    newline). Raises ``DSLError`` on the first problem found, scanning in source order.
+
+    Lone carriage returns: ``\\r\\n`` is a line end; a ``\\r`` not followed by ``\\n`` is an
+    error ("unexpected character U+000D")."""
+    max_bytes = limits.max_bytes
+    size = len(source) if len(source) > max_bytes else len(source.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise DSLError(f"script is too large ({size} bytes; limit {max_bytes})", 1, 1)
+    if source.startswith("\ufeff"):
+        source = source[1:]
+    text = source.replace("\r\n", "\n")
+    brackets: list[tuple[str, int, int]] = []
+    indents = _Indents(limits.max_blocks)
+    closers = set(lexicon.brackets.values())
+    raw_open: tuple[int, int] | None = None  # where an unfinished raw string started
+    for lineno, line in enumerate(text.split("\n"), 1):
+        pos = 0
+        if raw_open is not None:
+            end = line.find(lexicon.raw_quote)
+            _check_text(line if end < 0 else line[:end], lineno, 1)
+            if end < 0:
+                continue
+            raw_open, pos = None, end + 1
+        elif not brackets:
+            indents.line(line, lineno)
+        while m := lexicon.interesting.search(line, pos):
+            ch, i = m.group(), m.start()
+            if ch == "#":
+                _check_text(line[i + 1:], lineno, i + 2)
+                break
+            if ch in lexicon.quotes:
+                j = _string_end(line, ch, i)
+                if j < 0:
+                    raise DSLError("unterminated string", lineno, i + 1)
+                _check_text(line[i + 1:j], lineno, i + 2)
+                pos = j + 1
+                continue
+            if ch == lexicon.raw_quote:
+                j = line.find(ch, i + 1)
+                _check_text(line[i + 1:] if j < 0 else line[i + 1:j], lineno, i + 2)
+                if j < 0:
+                    raw_open = (lineno, i + 1)
+                    break
+                pos = j + 1
+                continue
+            if ch in lexicon.brackets:
+                brackets.append((ch, lineno, i + 1))
+                if len(brackets) > limits.max_nesting:
+                    raise DSLError(f"nesting too deep (limit {limits.max_nesting})", lineno, i + 1)
+            elif ch in closers:
+                if not brackets or lexicon.brackets[brackets[-1][0]] != ch:
+                    raise DSLError(f"unexpected '{ch}'", lineno, i + 1)
+                brackets.pop()
+            else:
+                raise char_error(ch, lineno, i + 1)
+            pos = i + 1
+    if raw_open is not None:
+        raise DSLError(f"unterminated {lexicon.raw_name} string", *raw_open)
+    if brackets:
+        ch, line_, col = brackets[-1]
+        raise DSLError(f"'{ch}' was never closed", line_, col)
+    return text if text.endswith("\n") else text + "\n"
+
+
+# ---- step 2: lark ----------------------------------------------------------------------------
+
+
+class LimitedIndenter(Indenter):
+    """lark's Indenter, counting tokens and handing each NAME to ``check_name`` as it is lexed."""
+
+    NL_type = "_NEWLINE"
+    OPEN_PAREN_types = ["LPAR", "LSQB"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8  # never used: the pre-scan refuses tabs in indentation
+    max_tokens = DEFAULT_LIMITS.max_tokens  # set per parse, under the frontend's lock
+
+    def process(self, stream):
+        return super().process(self._check_tokens(stream, self.max_tokens))
+
+    def _check_tokens(self, stream, limit):
+        for count, tok in enumerate(stream, 1):
+            if count > limit:
+                raise DSLError(f"script is too long (more than {limit} tokens)", tok.line, tok.column)
+            if tok.type == "NAME":
+                self.check_name(tok)
+            yield tok
+
+    def check_name(self, tok: Token) -> None:
+        """Raise a ``DSLError`` for a name the language refuses."""
+
+
+class ParserCache(Protocol):
+    """Where a caller keeps built parsers (bytes lark pickles) between processes."""
+
+    def load(self, key: str) -> bytes | None: ...
+
+    def store(self, key: str, data: bytes) -> None: ...
+
+
+class Grammar:
+    """A language's lark grammar (``grammar.lark`` in its package), built once per process."""
+
+    def __init__(self, package: str, indenter: type[LimitedIndenter], **options) -> None:
+        self.package = package
+        self.indenter = indenter
+        self.extra = options
+        self.options = dict(parser="lalr", lexer="contextual", propagate_positions=True, **options)
+        self._lark: Lark | None = None
+
+    def text(self) -> str:
+        return resources.files(self.package).joinpath("grammar.lark").read_text("utf-8")
+
+    def build(self, cache: ParserCache | None = None) -> Lark:
+        if self._lark is None:
+            grammar = self.text()
+            key = self._cache_key(grammar)
+            data = cache.load(key) if cache is not None else None
+            parser = self._from_cache(data) if data else None
+            if parser is None:
+                parser = Lark(grammar, postlex=self.indenter(), **self.options)
+                if cache is not None:
+                    buffer = io.BytesIO()
+                    parser.save(buffer)
+                    cache.store(key, buffer.getvalue())
+            self._lark = parser
+        return self._lark
+
+    def _cache_key(self, grammar: str) -> str:
+        ident = f"{lark.__version__}\0{sys.version_info[:2]}\0{sorted(self.options.items())}\0" \
+                f"{self.indenter.__module__}.{self.indenter.__qualname__}\0{grammar}"
+        return f"{self.package.rsplit('.', 1)[-1]}-{hashlib.sha256(ident.encode()).hexdigest()[:24]}"
+
+    def _from_cache(self, data: bytes) -> Lark | None:
+        try:
+            parser = Lark.load(io.BytesIO(data))
+        except Exception:  # a stale or damaged cache only costs a rebuild
+            return None
+        return parser if type(parser.options.postlex) is self.indenter else None
+
+
+# ---- lark's errors as DSL errors -------------------------------------------------------------
+
+_TOKEN_WORDS = {"_NEWLINE": "end of line", "$END": "end of input"}
+
+
+def _after(tok: Token) -> tuple[int, int]:
+    """Position just after a token (for INDENT/DEDENT: where the next line's code starts)."""
+    return tok.end_line or tok.line or 1, tok.end_column or tok.column or 1
+
+
+def _end_of_input(text: str, expected: set) -> DSLError:
+    lines = text.split("\n")
+    while len(lines) > 1 and not lines[-1].strip():
+        lines.pop()
+    line, col = len(lines), len(lines[-1]) + 1
+    if "_INDENT" in expected:
+        return DSLError("expected an indented block", line, col)
+    return DSLError("unexpected end of input", line, col)
+
+
+def _unexpected_token(e: UnexpectedToken, text: str) -> DSLError:
+    tok = e.token
+    expected = set(e.expected or ())
+    if e.interactive_parser is not None:  # the parser's view, not the contextual lexer's
+        try:
+            expected = {k for k in e.interactive_parser.choices() if k.isupper()}
+        except Exception:  # pragma: no cover - best effort for a nicer message
+            pass
+    if tok.type == "$END":
+        return _end_of_input(text, expected)
+    if tok.type in ("_INDENT", "_DEDENT"):
+        line, col = _after(tok)
+        if "_INDENT" in expected:
+            return DSLError("expected an indented block", line, col)
+        return DSLError("unexpected indent" if tok.type == "_INDENT" else "unexpected unindent", line, col)
+    if "_INDENT" in expected and expected <= {"_INDENT"}:
+        return DSLError("expected an indented block", tok.line, tok.column)
+    if tok.type == "_NEWLINE":
+        if expected == {"COLON"}:
+            return DSLError("expected ':'", tok.line, tok.column)
+        return DSLError("unexpected end of line", tok.line, tok.column)
+    value = str(tok)
+    if len(value) > 40:
+        value = value[:37] + "..."
+    message = f"unexpected '{value}'" if tok.type != "STRING" else f"unexpected string {value}"
+    if tok.type == "EQUAL" and re.match(r"\s*(el)?if\b", text.split("\n")[tok.line - 1]):
+        message += " (use '==' to compare)"
+    return DSLError(message, tok.line, tok.column)
+
+
+def lark_error(e: UnexpectedInput, text: str) -> DSLError:
+    if isinstance(e, UnexpectedCharacters):
+        if e.char == "\\":
+            return DSLError("unexpected '\\' (a backslash is only allowed inside strings)", e.line, e.column)
+        return DSLError(f"unexpected character '{e.char}'", e.line, e.column)
+    if isinstance(e, UnexpectedToken):
+        return _unexpected_token(e, text)
+    line = getattr(e, "line", None)
+    col = getattr(e, "column", None)
+    return DSLError("invalid syntax", line if isinstance(line, int) and line > 0 else 1,
+                    col if isinstance(col, int) and col > 0 else 1)
+
+
+# ---- step 3: depth check, then the language's transformer ------------------------------------
+
+
+def check_depth(tree: Tree, expr_rules: frozenset[str], limit: int) -> None:
+    """Refuse expressions nested deeper than ``limit`` operators, iteratively, before any
+    recursive code (transformer, emitter, libcst, RestrictedPython) walks the tree."""
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        depth = depth + 1 if node.data in expr_rules else 0
+        if depth > limit:
+            raise DSLError(f"expression too deep (limit {limit})",
+                           getattr(node.meta, "line", 1), getattr(node.meta, "column", 1))
+        for child in node.children:
+            if isinstance(child, Tree):
+                stack.append((child, depth))
+
+
+class Frontend:
+    """One language's parser: its lexicon, grammar, expression rules and transformer.
+
+    ``unexpected`` may turn a lark error into a better, language-specific ``DSLError``.
+    The transformer gets the normalised text as ``.text`` before it runs."""
+
+    def __init__(self, *, lexicon: Lexicon, grammar: Grammar, expr_rules: frozenset[str],
+                 transformer: Transformer,
+                 unexpected: Callable[[UnexpectedInput], DSLError | None] | None = None) -> None:
+        self.lexicon = lexicon
+        self.grammar = grammar
+        self.expr_rules = expr_rules
+        self.transformer = transformer
+        self.unexpected = unexpected
+        self._lock = threading.Lock()  # the post-lexer and the transformer keep per-parse state
+
+    def parse(self, source: str, limits: Limits = DEFAULT_LIMITS, cache: ParserCache | None = None):
+        text = prescan(source, self.lexicon, limits)
+        try:
+            with self._lock:
+                parser = self.grammar.build(cache)
+                parser.options.postlex.max_tokens = limits.max_tokens
+                tree = parser.parse(text)
+                check_depth(tree, self.expr_rules, limits.max_expr_depth)
+                self.transformer.text = text
+                return self.transformer.transform(tree)
+        except DSLError:
+            raise
+        except VisitError as e:
+            if isinstance(e.orig_exc, DSLError):
+                raise e.orig_exc from None
+            if isinstance(e.orig_exc, RecursionError):
+                raise DSLError("expression too deep", 1, 1) from None
+            raise
+        except DedentError:  # the pre-scan should have caught it
+            raise DSLError("unindent does not match any outer indentation level", 1, 1) from None
+        except UnexpectedInput as e:
+            better = self.unexpected(e) if self.unexpected else None
+            raise (better or lark_error(e, text)) from None
+        except RecursionError:
+            raise DSLError("expression too deep", 1, 1) from None
+
+
+# ---- helpers for the transformers ------------------------------------------------------------
+
+_ESCAPE_RE = re.compile(r"\\(.)", re.S)
+
+
+def unescaper(escapes: Mapping[str, str]) -> Callable[[str], str]:
+    """A string-body decoder for a language's escapes; an unknown escape keeps its backslash."""
+    def unescape(body: str) -> str:
+        return _ESCAPE_RE.sub(lambda m: escapes.get(m.group(1), m.group(0)), body)
+    return unescape
+
+
+def span(meta) -> dict:
+    """A rule's position fields, for a node's constructor."""
+    return {"line": meta.line, "col": meta.column, "end_line": meta.end_line, "end_col": meta.end_column}
+
+
+def token_span(tok: Token) -> dict:
+    """A token's position fields, for a node's constructor."""
+    return {"line": tok.line, "col": tok.column, "end_line": tok.end_line, "end_col": tok.end_column}

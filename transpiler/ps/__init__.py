@@ -1,0 +1,2 @@
+"""PromptScript: orchestration with policies, retries, timeouts, guards and file actions
+(grammar.lark is its reference)."""

@@ -1,0 +1,80 @@
+"""What every language's syntax tree shares: the positioned node, iteration and the printed form.
+
+Every node is a frozen dataclass with the 1-based ``line``/``col`` where its construct starts
+(and ``end_line``/``end_col``, exclusive, where it ends). Position fields are made with
+``position()`` and are excluded from equality, so two trees compare equal when they mean the
+same program wherever they were written. A field made with ``hidden()`` (source text kept for
+messages) takes part in equality but not in ``dump``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, fields
+from typing import Callable, Iterator
+
+__all__ = ["Node", "position", "hidden", "payload", "walk", "dump"]
+
+
+def position() -> int:
+    return field(default=0, kw_only=True, compare=False, repr=False)
+
+
+def hidden():
+    return field(metadata={"dump": False})
+
+
+@dataclass(frozen=True)
+class Node:
+    line: int = position()
+    col: int = position()
+    end_line: int = position()
+    end_col: int = position()
+
+
+def payload(node: Node) -> Iterator[tuple[str, object]]:
+    """The fields that make up a node's meaning (positions left out), in declaration order."""
+    for f in fields(node):
+        if f.compare:
+            yield f.name, getattr(node, f.name)
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Yield ``node`` and every node below it, parents first, in source order (no recursion)."""
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            stack.extend(reversed(item))
+        elif isinstance(item, Node):
+            yield item
+            stack.extend(reversed([v for _, v in payload(item) if isinstance(v, (Node, tuple))]))
+
+
+def _bare_word(value: str) -> str:
+    return value if re.fullmatch(r"[^\s()\"]+", value) else json.dumps(value)
+
+
+def dump(node: object, leaf: Callable[[object], str | None] = lambda _: None,
+         word: Callable[[str], str] = _bare_word) -> str:
+    """The compact printed form the table-driven tests compare against, e.g.
+    ``(Assign target=y value=(Call func=(Attr obj=d name=search) args=("x")))``.
+
+    ``leaf`` prints a language's atoms (names, literals) or returns None; ``word`` prints a
+    plain string field. Tuples print in parentheses; empty tuples and ``None`` are left out."""
+    text = leaf(node)
+    if text is not None:
+        return text
+    if isinstance(node, str):
+        return word(node)
+    if isinstance(node, tuple):
+        return "(" + " ".join(dump(x, leaf, word) for x in node) + ")"
+    if isinstance(node, Node):
+        parts = [type(node).__name__]
+        shown = {f.name for f in fields(node) if f.metadata.get("dump", True)}
+        for name, value in payload(node):
+            if name in shown and value is not None and value != ():
+                parts.append(f"{name}={dump(value, leaf, word)}")
+        return "(" + " ".join(parts) + ")"
+    raise TypeError(f"cannot dump {type(node).__name__}")
