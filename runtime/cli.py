@@ -17,11 +17,12 @@ from pathlib import Path
 # Set PYDANTIC_DISABLE_PLUGINS to anything else (even empty) to keep them.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from runtime.api import EXIT_USAGE, LANGUAGES, MountSpec, run_script  # noqa: E402
+from runtime.api import EXIT_USAGE, MountSpec, run_script  # noqa: E402
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES  # noqa: E402
 from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES  # noqa: E402
 from runtime.services.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
+from transpiler import LANGUAGES, language_for  # noqa: E402
 from wire.protocol import MAX_REPLY_VALUE_BYTES  # noqa: E402
 
 DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
@@ -91,6 +92,15 @@ def approver(args):
     return TerminalApprover(assume_yes=args.yes)
 
 
+# PromptScript's options: (flag, dest); each is None unless given, so a .fdsl run can refuse it.
+PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--max-time", "max_time"),
+                   ("--max-tool-calls", "max_tool_calls"), ("--max-files-changed", "max_files_changed"),
+                   ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
+                   ("--allow-command", "allow_command"))
+PS_DEFAULTS = {"max_steps": 50_000, "max_time": 600_000, "max_tool_calls": 0, "halt_on_loop": False,
+               "max_log_bytes": DEFAULT_MAX_LOG_BYTES, "allow_command": []}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL (.fdsl) and PromptScript (.ps) scripts in a jailed worker.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -111,24 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"memory of the jailed PDF text extractor, in MiB (default {DEFAULT_PDF_MEMORY_BYTES >> 20})")
     run.add_argument("--max-pdf-pages", type=int, default=DEFAULT_MAX_PDF_PAGES, metavar="N",
                      help=f"pages of one PDF (default {DEFAULT_MAX_PDF_PAGES})")
-    run.add_argument("--lang", choices=sorted(set(LANGUAGES.values())), help="language (default: by extension)")
+    run.add_argument("--lang", choices=sorted(LANGUAGES), help="language (default: by extension)")
     run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
     run.add_argument(
         "--isolation", choices=("best", "strict"), default="best",
         help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
     )
-    ps = run.add_argument_group("PromptScript (.ps)")  # budgets: runtime/promptscript/session.py
-    ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write for the file actions; the run log goes to DIR/.ps-runs/<id>/ (default: .)")
-    ps.add_argument("--max-steps", type=int, default=50_000, metavar="N", help="statements executed (default 50000; 0: no limit)")
-    ps.add_argument("--max-time", type=int, default=600_000, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
-    ps.add_argument("--max-tool-calls", type=int, default=0, metavar="N", help="apply() calls (default 0: no limit)")
+    ps = run.add_argument_group("PromptScript (.ps) only")  # budgets: runtime/promptscript/session.py
+    ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write for the file actions; the run log goes to DIR/.ps-runs/<id>/ (default: --root, else .)")
+    ps.add_argument("--max-steps", type=int, default=None, metavar="N", help="statements executed (default 50000; 0: no limit)")
+    ps.add_argument("--max-time", type=int, default=None, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
+    ps.add_argument("--max-tool-calls", type=int, default=None, metavar="N", help="apply() calls (default 0: no limit)")
     ps.add_argument("--max-files-changed", type=int, default=None, metavar="N",
                     help="distinct files WRITE_FILE/PATCH_FILE may change (default: no limit; 0: none)")
-    ps.add_argument("--halt-on-loop", action="store_true",
+    ps.add_argument("--halt-on-loop", action="store_true", default=None,
                     help="stop when the same action with the same args, or the same cycle of up to 4 such actions, runs 3 times in a row")
-    ps.add_argument("--max-log-bytes", type=int, default=DEFAULT_MAX_LOG_BYTES, metavar="BYTES",
+    ps.add_argument("--max-log-bytes", type=int, default=None, metavar="BYTES",
                     help=f"size limit of the run log; later events are dropped, and it says so (default {DEFAULT_MAX_LOG_BYTES}: 16 MiB)")
-    ps.add_argument("--allow-command", action="append", default=[], metavar="CMD",
+    ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
     doctor.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help=argparse.SUPPRESS)
@@ -167,7 +177,7 @@ def command_run(args) -> int:
         raise UsageError(f"{args.script} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"cannot read {args.script}: {exc.strerror}") from None
-    lang = args.lang or LANGUAGES.get(script.suffix)
+    lang = args.lang or getattr(language_for(script.name), "name", None)
     if lang is None:
         raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
     if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
@@ -179,10 +189,22 @@ def command_run(args) -> int:
     if args.max_pdf_pages <= 0:
         raise UsageError("--max-pdf-pages must be positive")
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
-    sandbox = build_sandbox(args)
     options = None
     run_log = None
+    ps_given = [flag for flag, dest in PS_ONLY_OPTIONS if getattr(args, dest) is not None]
+    if lang != "ps" and ps_given:
+        raise UsageError(f"{', '.join(ps_given)}: only for PromptScript (.ps) scripts")
     if lang == "ps":
+        for dest, value in PS_DEFAULTS.items():
+            if getattr(args, dest) is None:
+                setattr(args, dest, value)
+        if args.mount or args.config:
+            raise UsageError("--mount and --config do not apply to PromptScript yet: its file actions see one "
+                             "project directory (--project DIR or --root DIR)")
+        if args.root is not None and args.project is not None and Path(args.root).resolve() != Path(args.project).resolve():
+            raise UsageError(f"--root {args.root} and --project {args.project} name different directories: "
+                             "for a .ps script both mean the project")
+        args.project = args.root = args.project or args.root or "."
         if min(args.max_steps, args.max_time, args.max_tool_calls) < 0:
             raise UsageError("--max-steps, --max-time and --max-tool-calls cannot be negative")
         if args.max_files_changed is not None and args.max_files_changed < 0:
@@ -206,6 +228,7 @@ def command_run(args) -> int:
                    "max_files_changed": args.max_files_changed, "run_log": run_log,
                    "max_log_bytes": args.max_log_bytes}
 
+    sandbox = build_sandbox(args)  # .ps: the project, read-only, for the FilesDSL half of the run
     from runtime.services.toolset import terminal_safe
 
     on_terminal = sys.stdout.isatty()

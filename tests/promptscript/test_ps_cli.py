@@ -211,3 +211,40 @@ def test_timeout_ends_the_run_while_the_broker_works_for_an_action(tmp_path):
     assert proc.returncode == 124, proc.stderr
     assert "TimeoutError: the script did not finish within 2 s" in proc.stderr
     assert elapsed < 10, elapsed  # not the 20 s of the command
+
+
+def test_root_means_the_project_for_a_ps_script(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "a.txt").write_text("from the project\n")
+    script = tmp_path / "read.ps"
+    script.write_text('log(apply("READ_FILE", { path: "a.txt" }))\n')
+    for option in ("--root", "--project"):
+        proc = fdsl("run", script, option, project, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("[ps] from the project")
+    proc = fdsl("run", script, "--root", project, "--project", tmp_path, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "name different directories" in proc.stderr
+
+
+@pytest.mark.parametrize("option", [["--mount", "x:/x"], ["--config", "sandbox.toml"]])
+def test_options_a_ps_script_cannot_honour_are_usage_errors(tmp_path, option):
+    script = tmp_path / "x.ps"
+    script.write_text('log("a")\n')
+    proc = fdsl("run", script, *option, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "fdsl: --mount and --config do not apply to PromptScript" in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("option", [["--project", "."], ["--max-steps", "5"], ["--max-time", "10"],
+                                    ["--max-tool-calls", "1"], ["--max-files-changed", "0"], ["--halt-on-loop"],
+                                    ["--max-log-bytes", "100000"], ["--allow-command", "ls"]])
+def test_promptscript_options_on_a_fdsl_script_are_usage_errors(tmp_path, option):
+    script = tmp_path / "x.fdsl"
+    script.write_text('print("a")\n')
+    proc = fdsl("run", script, *option, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == f"fdsl: {option[0]}: only for PromptScript (.ps) scripts\n"
+    assert proc.stdout == ""
