@@ -261,7 +261,7 @@ WRAPPER = '''\
 import builtins as _builtins, sys as _sys
 from RestrictedPython import compile_restricted_exec as _compile_restricted
 from RestrictedPython.Guards import guarded_iter_unpack_sequence as _iter_unpack, guarded_unpack_sequence as _unpack
-from sandbox_worker import api as _api, guards as _guards
+from sandbox_worker.lang.fdsl import api as _api, guards as _guards
 _removed, _added, _root, _source = {removed!r}, {added!r}, {root!r}, {source!r}
 _namespace = _guards.restricted_globals(broker)
 _names = _namespace["__builtins__"]

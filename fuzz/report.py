@@ -53,7 +53,7 @@ another process, or outlive its limits. `fdsl audit SCRIPT.py --mode os` runs su
 
 1. **The grammar** (transpiler/): a FilesDSL script cannot express imports, dunders, attribute
    access beyond the API, or definitions.
-2. **RestrictedPython and the guards** (sandbox_worker/guards.py): the emitted code is compiled
+2. **RestrictedPython and the guards** (sandbox_worker/lang/fdsl/guards.py, sandbox_worker/lang/ps/guards.py): the emitted code is compiled
    with `compile_restricted` and runs with whitelisted attributes per type, no `_` names, a few
    built-ins, guarded iteration, indexing and writes.
 3. **The process jail** (sandbox_worker/hardening.py), applied after the worker's imports and

@@ -49,6 +49,6 @@ def ensure_bytecode() -> None:
 
     for package in JAILED_PACKAGES:
         try:
-            compileall.compile_dir(str(package_dir(package)), quiet=2, maxlevels=0)
+            compileall.compile_dir(str(package_dir(package)), quiet=2, maxlevels=3)
         except OSError:
             pass

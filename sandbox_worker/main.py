@@ -21,9 +21,9 @@ from wire.layers import missing_layers
 
 SCRIPT_FILENAME = "<script>"
 
-# language -> the module whose restricted_globals(client) its generated code runs with.
+# A language's generated code runs with sandbox_worker/lang/<lang>'s restricted_globals(client).
 # Only the run's own language is imported (before hardening: afterwards nothing can be).
-LANGUAGE_MODULES = {"fdsl": "sandbox_worker.guards", "ps": "sandbox_worker.promptscript"}
+LANGUAGE_PACKAGE = "sandbox_worker.lang"
 
 
 def script_position(tb) -> tuple[int | None, int | None]:
@@ -103,7 +103,7 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
         compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
         if compiled.errors or compiled.code is None:
             return {"kind": "InternalError", "msg": "code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
-        language = importlib.import_module(LANGUAGE_MODULES[lang])
+        language = importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
         code_object, namespace = compiled.code, language.restricted_globals(client)
     try:
         exec(code_object, namespace)
@@ -121,9 +121,9 @@ def main() -> None:
         os._exit(3)
     limits = start["limits"]
     lang = start.get("lang", "fdsl")
-    if lang not in LANGUAGE_MODULES:
+    if lang not in protocol.LANGUAGES:
         os._exit(3)
-    importlib.import_module(LANGUAGE_MODULES[lang])
+    importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
     layers = harden(limits, start.get("layers"))
     # The first frame, written before any script code runs: the layers actually in force.
     protocol.write_frame(client.write_fd, {"t": "ready", "layers": layers})

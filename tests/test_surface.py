@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sandbox_worker import guards
-from sandbox_worker.api import DirectoryObject, FileObject
+from sandbox_worker.lang.fdsl import guards
+from sandbox_worker.lang.fdsl.api import DirectoryObject, FileObject
 from transpiler.fdsl import surface
 
 

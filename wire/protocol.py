@@ -9,7 +9,7 @@ Messages (each a JSON object with a "t" field):
 
   broker -> worker   {"t": "start", "code": str,                     first frame, once
                       "mode": "restricted" | "os",                    "os" only for tests and audits
-                      "lang": "fdsl" | "ps",
+                      "lang": one of LANGUAGES,
                       "limits": {"memory_bytes": int, "cpu_seconds": int},
                       "isolation": "best" | "strict",
                       "layers": [str, ...]}                           optional, tests and audits only
@@ -29,6 +29,9 @@ import os
 import struct
 
 HEADER = struct.Struct(">I")
+
+# The script languages: the worker runs a script of language L with sandbox_worker/lang/L.
+LANGUAGES = ("fdsl", "ps")
 
 # Worker requests are small; replies may carry a whole document. A reply's value is bounded by
 # the broker's reply budget (runtime/budget.py), which cannot be set above MAX_REPLY_VALUE_BYTES;

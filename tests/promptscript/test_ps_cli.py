@@ -110,15 +110,18 @@ def test_escapes_refused_by_the_worker_guards(source, message):
 
 
 def test_hand_written_python_cannot_reach_underscore_members_through_the_guards():
-    from sandbox_worker import promptscript as ps
+    from sandbox_worker.lang.ps.classes import PSClass, PSInstance
+    from sandbox_worker.lang.ps.errors import PSError
+    from sandbox_worker.lang.ps.guards import guarded_getattr, guarded_iter, guarded_write
+    from sandbox_worker.lang.ps.values import ps_add
 
-    for obj in ({}, [], "", ps.PSInstance(ps.PSClass("A", {})), ps.ps_add):
-        with pytest.raises(ps.PSError):
-            ps.guarded_getattr(obj, "__class__")
-    with pytest.raises(ps.PSError):
-        ps.guarded_write({}).__setattr__("__class__", 1)
-    with pytest.raises(ps.PSError):
-        ps.guarded_iter(object())
+    for obj in ({}, [], "", PSInstance(PSClass("A", {})), ps_add):
+        with pytest.raises(PSError):
+            guarded_getattr(obj, "__class__")
+    with pytest.raises(PSError):
+        guarded_write({}).__setattr__("__class__", 1)
+    with pytest.raises(PSError):
+        guarded_iter(object())
 
 
 # ---- the run log cannot be made: a clear usage error, never a traceback, never a followed link

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 from _ps import run_ps
 from RestrictedPython import compile_restricted_exec
 
-from sandbox_worker import promptscript as ps
+from sandbox_worker.lang import ps
 from sandbox_worker.client import ScriptFailure
 from transpiler import compile_script
 
@@ -80,7 +81,7 @@ def run_once(code, monkeypatch, inject_at: int | None, budget: bool):
     seen = 0
     injected = False
     after_end = False
-    files = {ps.__file__, "<script>"}
+    files = {str(path) for path in Path(ps.__file__).parent.glob("*.py")} | {"<script>"}
 
     def local(frame, event, arg):
         nonlocal seen, injected, after_end

@@ -38,7 +38,7 @@ def unprivileged_worker(monkeypatch):
     tail = "from sandbox_worker.main import main; main()"
     assert command[-1].endswith(tail), command
     drop = (
-        "from sandbox_worker.main import main; import os, sandbox_worker.guards, sandbox_worker.promptscript; "
+        "from sandbox_worker.main import main; import os, sandbox_worker.lang.fdsl, sandbox_worker.lang.ps; "
         f"os.setgroups([]); os.setresgid({NOBODY}, {NOBODY}, {NOBODY}); os.setresuid({NOBODY}, {NOBODY}, {NOBODY}); main()"
     )
     wrapped = command[:-1] + [command[-1][: -len(tail)] + drop]

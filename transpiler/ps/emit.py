@@ -1,6 +1,6 @@
 """PromptScript AST -> libcst nodes -> Python source (RestrictedPython-compatible) + ``SourceMap``.
 
-The contract with the worker (sandbox_worker/promptscript.py), one line per rewrite:
+The contract with the worker (sandbox_worker/lang/ps/), one line per rewrite:
   * Rewrite the module body to ``with ps_main():`` + body: the worker's run block (it reports
     the final step count and words any Python error the PromptScript way).
   * Rewrite each statement to ``ps_step(); <statement>`` (compound statements: ``ps_step()``

@@ -6,8 +6,8 @@ only lists, strings and directories can be iterated; only lists and strings inde
 
 from __future__ import annotations
 
-from sandbox_worker import api
-from sandbox_worker.api import DirectoryObject, FileObject, Record, fail, type_name
+from . import api
+from .api import DirectoryObject, FileObject, Record, fail, type_name
 from sandbox_worker.client import BrokerClient
 
 # The script-facing API, per type. transpiler/fdsl/surface.py mirrors the union of these names

@@ -1,0 +1,6 @@
+"""FilesDSL in the worker: Directory and File proxies (api.py) and the per-type guards
+(guards.py) its generated code runs with."""
+
+from .guards import restricted_globals
+
+__all__ = ["restricted_globals"]
