@@ -1,4 +1,5 @@
-"""Shared fixtures: a small sandbox root with a canary file placed beside it (outside)."""
+"""Shared fixtures: a one-mount sandbox root and a three-mount world, each with the canary
+planted outside every mount, and a runner for hand-written worker code."""
 
 from __future__ import annotations
 
@@ -9,12 +10,20 @@ from pathlib import Path
 import pytest
 
 import transpiler
+from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
+from tests.support import CANARY
 
 # The tests compile scripts in this process the way the runtime does (runtime/compile.py):
 # with the recursion limit the deepest valid script needs.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), transpiler.STACK_FRAMES))
 
-CANARY = "CANARY-7f3a-do-not-leak"
+
+def plant_canary(folder: Path) -> Path:
+    """``folder``/canary.txt holding the canary (the folder is made if missing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    canary = folder / "canary.txt"
+    canary.write_text(CANARY)
+    return canary
 
 
 @pytest.fixture
@@ -25,9 +34,7 @@ def sandbox(tmp_path: Path):
     (root / "data" / "a.txt").write_text("alpha\nlanguage model\n" + "filler\n" * 100)
     (root / "data" / "b.md").write_text("# Title\n\n## Part one\ntext\n")
     (root / "data" / "sub" / "c.txt").write_text("gamma\n")
-    canary = tmp_path / "canary.txt"
-    canary.write_text(CANARY)
-    return root, canary
+    return root, plant_canary(tmp_path)
 
 
 @pytest.fixture
@@ -63,3 +70,27 @@ def opener(request, monkeypatch):
     elif not safeio.uses_openat2():
         pytest.skip("no openat2 on this kernel")
     return request.param
+
+
+@pytest.fixture
+def world(tmp_path: Path):
+    """(Sandbox, tmp_path): /docs read-only, /out writable, /cfg writable with approvals; the
+    canary beside them and in outside/."""
+    docs = tmp_path / "docs"
+    out = tmp_path / "out"
+    cfg = tmp_path / "cfg"
+    for d in (docs / "sub", docs / "public", out, cfg):
+        d.mkdir(parents=True)
+    (docs / "a.md").write_text("# A\nalpha\n")
+    (docs / "public" / "p.md").write_text("public\n")
+    (docs / "sub" / "b.txt").write_text("beta\n")
+    (docs / "secret.md").write_text("secret\n")
+    (cfg / "settings.json").write_text("{}\n")
+    plant_canary(tmp_path)
+    plant_canary(tmp_path / "outside")
+    config = SandboxConfig(mounts=[
+        Mount(host_path=docs, mount_point="/docs", mode="ro"),
+        Mount(host_path=out, mount_point="/out", mode="rw", write_approval=False),
+        Mount(host_path=cfg, mount_point="/cfg", mode="rw", read_approval=True, write_approval=True),
+    ])
+    return Sandbox(config), tmp_path

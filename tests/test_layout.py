@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
+
 OURS = ("wire", "transpiler", "runtime", "sandbox_worker")
 # package -> the packages of ours it may import
 ALLOWED = {
@@ -81,3 +82,30 @@ def test_no_import_circles():
         if node not in state:
             visit(node, [node])
     assert circles == []
+
+
+# Test folders that follow no package: whole-pipeline runs, attacks across layers, helpers, data.
+CROSS_CUTTING = {"e2e", "security", "support", "testdata"}
+
+
+def test_tests_mirror_the_layout():
+    tests = REPO / "tests"
+    stray = []
+    for folder in sorted(p for p in tests.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        relative = folder.relative_to(tests)
+        if relative.parts[0] in CROSS_CUTTING:
+            continue
+        if not (REPO / relative).is_dir():
+            stray.append(str(relative))
+    assert stray == [], "test folders without a package of the same path"
+
+
+def test_no_test_edits_sys_path():
+    edits = []
+    for path in sorted((REPO / "tests").rglob("*.py")):
+        if "testdata" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", "") == "sys":
+                edits.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert edits == []

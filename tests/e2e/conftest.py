@@ -7,7 +7,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from tests.conftest import CANARY
+from tests.support import CANARY
 
 
 def make_pdf(path: Path, pages: list[str], toc: list | None = None) -> None:

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CANARY
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import CANARY, REPO
 
 
 def fdsl(*args, cwd=REPO, timeout=60):

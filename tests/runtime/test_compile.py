@@ -8,15 +8,14 @@ import io
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import transpiler
 from runtime.compile import UserParserCache, compile_script, deep_stack
+from tests.support import REPO
 from transpiler.fdsl.parse import FRONTEND as FDSL
 from transpiler.frontend import Grammar
 from transpiler.ps.parse import FRONTEND as PS
 
-REPO = Path(__file__).resolve().parents[2]
 DEEP = "x = " + "(" * 99 + "1" + ")" * 99 + "\n" + "".join(" " * 4 * i + "if true:\n" for i in range(50)) + " " * 200 + "print(x)\n"
 
 

@@ -34,6 +34,7 @@ from fuzz.corpus import (
     verdict,
 )
 from fuzz.targets import CANARY, Sandbox
+from tests.support import REPO
 
 CLASSES = ("subclass walk", "function globals", "generator/coroutine/traceback frames", "format-string attribute access",
            "builtins recovery", "loader and module tricks", "look-alike unicode identifiers", "BaseException subclasses",
@@ -219,7 +220,7 @@ except DeadlineExceeded:
 def test_a_long_regex_search_in_the_broker_stops_at_the_wall_clock_deadline(pattern, text):
     # The broker is paused for 1.5 s mid-search (as heavy CPU contention would do): a wall-clock
     # deadline of 1 s has passed when it resumes, so the search must end at once.
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(REPO)
     probe = subprocess.Popen([sys.executable, "-c", REGEX_PROBE.format(repo=repo, pattern=pattern, text=text)],
                              stdout=subprocess.PIPE, text=True)
     try:

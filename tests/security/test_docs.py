@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fuzz.report import render
+from tests.support import REPO
 
 
 def test_security_page_matches_its_generator():
-    page = Path(__file__).resolve().parents[2] / "docs" / "security.md"
+    page = REPO / "docs" / "security.md"
     assert page.read_text(encoding="utf-8") == render(), "run: python -m fuzz.report > docs/security.md"

@@ -34,8 +34,8 @@ import pytest
 from runtime.broker import Broker
 from runtime.supervisor import Limits, run_worker
 from sandbox_worker.hardening import landlock_abi
-from tests.conftest import CANARY
 from tests.security.conftest import run_os
+from tests.support import CANARY
 from wire.layers import LAYERS, is_active
 
 ROOT = os.geteuid() == 0

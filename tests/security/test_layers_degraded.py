@@ -12,13 +12,10 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import CANARY
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import CANARY, REPO
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="the wrapper's filter uses x86_64 syscall numbers")
 

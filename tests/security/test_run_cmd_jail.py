@@ -20,7 +20,7 @@ import pytest
 
 from runtime import jail
 from runtime.promptscript.command import run_command
-from tests.conftest import CANARY
+from tests.support import CANARY, REPO
 
 ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -205,7 +205,7 @@ except SandboxError as exc:
 @pytest.mark.parametrize("isolation", ["strict", "best"])
 def test_without_landlock_strict_refuses_and_the_default_says_what_is_missing(world, isolation):
     project, _ = world
-    repo = str(Path(__file__).resolve().parents[2])
+    repo = str(REPO)
     done = subprocess.run([sys.executable, "-c", NO_LANDLOCK, repo, str(project), isolation],
                           capture_output=True, text=True, timeout=60)
     outcome = json.loads(done.stdout)

@@ -1,0 +1,23 @@
+"""Shared bits of the PromptScript tests."""
+
+from __future__ import annotations
+
+from tests.support import REPO, TESTDATA
+from tests.support.chunked import load_chunks
+
+DATA = TESTDATA / "promptscript"
+
+
+def run_ps(source: str, tmp_path=None, **options):
+    """Run a PromptScript source in a real worker; no run log unless ``project`` is given."""
+    from runtime.api import run_script
+
+    options.setdefault("max_steps", 0)
+    return run_script(source, lang="ps", root=str(REPO / "examples"), options=options, timeout=30)
+
+
+def lines(result) -> list[str]:
+    return result.output.splitlines()
+
+
+__all__ = ["DATA", "REPO", "load_chunks", "run_ps", "lines"]
