@@ -1,4 +1,5 @@
-"""The process boundary as one function: `run_worker(code, broker, limits, deadline, on_output)`.
+"""The process boundary as one function: `run_worker(code, broker, limits, deadline, on_output)`,
+served by a `WorkerRun` whose states are STARTING, RUNNING and FINISHED.
 
 It starts a fresh worker (clean environment, only its three pipes, its own session and
 process group), serves its requests through the broker, enforces the wall-clock deadline,
@@ -8,6 +9,7 @@ run can end has its own status: ok, error (the script failed), timeout, crash.
 
 from __future__ import annotations
 
+import enum
 import os
 import select
 import signal
@@ -88,6 +90,214 @@ def crash_error(wait_status: int, diagnostics: bytes) -> dict:
     return {"kind": "InternalError", "msg": f"the worker process exited with status {code} before finishing{tail}"}
 
 
+class State(enum.Enum):
+    STARTING = "starting"  # the worker's first frame may be its "ready" report, no later one
+    RUNNING = "running"  # serving its calls, collecting its output
+    FINISHED = "finished"  # it sent "end", or the supervisor stopped it
+
+
+class WorkerRun:
+    """One worker from start to reaping: a poll loop over its three pipes, in named states."""
+
+    def __init__(self, code: str, broker: Broker, limits: Limits, deadline: float,
+                 on_output: Callable[[str], None], mode: str, lang: str,
+                 layers: frozenset[str] | None, isolation: str) -> None:
+        self.broker, self.limits, self.deadline, self.on_output = broker, limits, deadline, on_output
+        self.start_frame = {"t": "start", "code": code, "mode": mode, "lang": lang,
+                            "limits": limits.worker_limits(), "isolation": isolation}
+        if layers is not None:
+            self.start_frame["layers"] = sorted(layers)
+        self.state = State.STARTING
+        self.result = WorkerResult(status="crash")
+        self.frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
+        self.diagnostics = bytearray()
+        self.first_frame_at: float | None = None
+        self.peak_kib: int | None = None
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run(self) -> WorkerResult:
+        self.started = time.monotonic()
+        self._spawn()
+        try:
+            self._serve()
+        finally:
+            wait_status = reap(self.pid)
+            self.proc.returncode = wait_status
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        result = self.result
+        if self.state is not State.FINISHED:  # the pipes closed first: the worker died
+            result.error = crash_error(wait_status, bytes(self.diagnostics))
+            result.status = "error" if result.error["kind"] == "LimitError" else "crash"
+        result.figures = {
+            "worker_start_s": (self.first_frame_at - self.started) if self.first_frame_at else None,
+            "worker_s": time.monotonic() - self.started,
+            "worker_peak_rss_kib": self.peak_kib,
+            "requests": self.broker.requests,
+        }
+        return result
+
+    def _spawn(self) -> None:
+        self.proc = proc = subprocess.Popen(
+            worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={}, cwd="/", close_fds=True, start_new_session=True,
+        )
+        self.pid = self.script_pid = proc.pid  # script_pid: the worker's child in a PID namespace
+        self.to_worker, self.from_worker, self.diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
+        os.set_blocking(self.to_worker, False)
+        self.outbox = bytearray(protocol.encode(self.start_frame))
+        self.writer_open = True
+        self.open_fds = {self.from_worker, self.diagnostics_fd}
+        self.watcher = psutil.Process(self.pid)
+        self.next_memory_check = self.started
+        self.poller = select.poll()
+        self.poller.register(self.from_worker, select.POLLIN)
+        self.poller.register(self.diagnostics_fd, select.POLLIN)
+        self.poller.register(self.to_worker, select.POLLOUT)
+
+    def _serve(self) -> None:
+        while self.state is not State.FINISHED and self.open_fds:
+            now = time.monotonic()
+            if now >= self.deadline:
+                self.stop("timeout", {"kind": "TimeoutError",
+                                      "msg": f"the script did not finish within {self.limits.timeout:g} s"})
+                return
+            if now >= self.next_memory_check:
+                self._check_memory(now)
+                if self.state is State.FINISHED:
+                    return
+            wait_ms = max(0, min(self.deadline - now, MEMORY_POLL_SECONDS)) * 1000
+            for fd, event in self.poller.poll(wait_ms):
+                if fd == self.to_worker:
+                    self._writable(event)
+                else:
+                    self._readable(fd, event)
+                if self.state is State.FINISHED:
+                    return
+
+    def stop(self, status: str, error: dict | None) -> None:
+        self.result.status, self.result.error = status, error
+        self.state = State.FINISHED
+        kill_group(self.pid)
+
+    def _broke(self, detail: str, stopped: bool = False) -> None:
+        message = f"the worker broke the protocol ({detail})" + ("; it was stopped" if stopped else "")
+        self.stop("crash", {"kind": "InternalError", "msg": message})
+
+    def _check_memory(self, now: float) -> None:
+        self.next_memory_check = now + MEMORY_POLL_SECONDS
+        try:
+            if self.watcher.memory_info().rss > self.limits.memory_mb << 20:
+                self.stop("error", {"kind": "LimitError", "msg": f"memory limit exceeded ({self.limits.memory_mb} MiB)"})
+        except psutil.Error:
+            pass
+
+    # -- the pipes ------------------------------------------------------------------------------
+
+    def _close_writer(self) -> None:
+        if self.writer_open:
+            self.writer_open = False
+            self.poller.unregister(self.to_worker)
+        self.outbox.clear()
+
+    def _flush(self) -> None:
+        """Write what we can now; wait for POLLOUT only for the rest (large replies)."""
+        if not self.writer_open:
+            self.outbox.clear()
+            return
+        try:
+            written = os.write(self.to_worker, self.outbox)
+        except BlockingIOError:
+            written = 0
+        except BrokenPipeError:
+            self._close_writer()
+            return
+        del self.outbox[:written]
+        self.poller.modify(self.to_worker, select.POLLOUT if self.outbox else 0)
+
+    def _writable(self, event: int) -> None:
+        if event & (select.POLLERR | select.POLLHUP):
+            self._close_writer()
+        else:
+            self._flush()
+
+    def _readable(self, fd: int, event: int) -> None:
+        data = os.read(fd, 1 << 16) if event & (select.POLLIN | select.POLLHUP) else b""
+        if not data:
+            self.poller.unregister(fd)
+            self.open_fds.discard(fd)
+        elif fd == self.diagnostics_fd:
+            self.diagnostics += data[: max(0, DIAGNOSTICS_BYTES - len(self.diagnostics))]
+        else:
+            if self.first_frame_at is None:
+                self.first_frame_at = time.monotonic()
+            try:
+                messages = self.frames.feed(data)
+            except protocol.ProtocolError as exc:
+                self._broke(str(exc), stopped=True)
+                return
+            for message in messages:
+                self._message(message)
+                if self.state is State.FINISHED:
+                    return
+
+    # -- the worker's messages ------------------------------------------------------------------
+
+    def _message(self, message: dict) -> None:
+        kind = message["t"]
+        if self.state is State.STARTING:
+            self.state = State.RUNNING
+            if kind == "ready":  # only the first frame, written by the worker before any script code
+                self._ready(message)
+                return
+        handler = {"call": self._call, "out": self._out, "end": self._end}.get(kind)
+        if handler is None:
+            self._broke(f"message {str(kind)[:40]!r}")
+        else:
+            handler(message)
+
+    def _ready(self, message: dict) -> None:
+        reported = message.get("layers")
+        if not isinstance(reported, dict) or not all(isinstance(v, str) for v in reported.values()):
+            self._broke("bad ready")
+            return
+        self.result.layers = {str(k)[:40]: v[:300] for k, v in reported.items()}
+        if self.result.layers.get("pidns") == "active":
+            self.script_pid = script_process(self.pid)
+            self.watcher = watch(self.script_pid, self.watcher)
+
+    def _call(self, message: dict) -> None:
+        self.outbox += self.broker.reply_frame(message)
+        self._flush()
+        if len(self.outbox) > MAX_PENDING_REPLY_BYTES:  # a correct worker waits for each reply
+            self._broke("it does not read its replies", stopped=True)
+
+    def _out(self, message: dict) -> None:
+        text = message.get("s")
+        if type(text) is not str:
+            self._broke("bad output")
+            return
+        encoded = text.encode("utf-8", "replace")  # a lone surrogate (JSON's "\ud800") is replaced
+        room = self.limits.max_output - self.result.output_bytes
+        if len(encoded) > room:
+            self.on_output(encoded[:room].decode("utf-8", "ignore"))
+            self.result.output_bytes = self.limits.max_output
+            self.stop("error", {"kind": "LimitError",
+                                "msg": f"output limit exceeded: the script printed more than {self.limits.max_output} bytes"})
+            return
+        self.result.output_bytes += len(encoded)
+        self.on_output(encoded.decode("utf-8"))
+
+    def _end(self, message: dict) -> None:
+        self.result.status, self.result.error = end_outcome(message, self.broker, self.deadline)
+        self.state = State.FINISHED
+        self.peak_kib = peak_resident_kib(self.script_pid)
+
+
 def run_worker(
     code: str,
     broker: Broker,
@@ -102,174 +312,7 @@ def run_worker(
     """Run `code` in a fresh worker. `layers` (trusted callers only: tests, `fdsl audit`)
     applies a subset of the hardening layers; `isolation="strict"` makes the worker refuse to
     run the script unless every layer is in force."""
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        worker_command(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={},
-        cwd="/",
-        close_fds=True,
-        start_new_session=True,
-    )
-    pid = proc.pid
-    to_worker, from_worker, diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
-    os.set_blocking(to_worker, False)
-    start = {"t": "start", "code": code, "mode": mode, "lang": lang, "limits": limits.worker_limits(), "isolation": isolation}
-    if layers is not None:
-        start["layers"] = sorted(layers)
-    outbox = bytearray(protocol.encode(start))
-    frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
-    diagnostics = bytearray()
-    result = WorkerResult(status="crash")
-    first_frame_at = None
-    finished = False
-    peak_kib = None
-    script_pid = pid  # the process running the script: the worker's child in a PID namespace
-    watcher = psutil.Process(pid)
-    next_memory_check = started
-    memory_limit = limits.memory_mb << 20
-    open_fds = {from_worker, diagnostics_fd}
-
-    poller = select.poll()
-    poller.register(from_worker, select.POLLIN)
-    poller.register(diagnostics_fd, select.POLLIN)
-    poller.register(to_worker, select.POLLOUT)
-
-    writer_open = True
-    ready_allowed = True
-
-    def close_writer() -> None:
-        nonlocal writer_open
-        if writer_open:
-            writer_open = False
-            poller.unregister(to_worker)
-        outbox.clear()
-
-    def flush() -> None:
-        """Write what we can now; wait for POLLOUT only for the rest (large replies)."""
-        if not writer_open:
-            outbox.clear()
-            return
-        try:
-            written = os.write(to_worker, outbox)
-        except BlockingIOError:
-            written = 0
-        except BrokenPipeError:
-            close_writer()
-            return
-        del outbox[:written]
-        poller.modify(to_worker, select.POLLOUT if outbox else 0)
-
-    def stop(status: str, error: dict | None) -> None:
-        nonlocal finished
-        result.status, result.error = status, error
-        finished = True
-        kill_group(pid)
-
-    try:
-        while not finished and open_fds:
-            now = time.monotonic()
-            if now >= deadline:
-                stop("timeout", {"kind": "TimeoutError", "msg": f"the script did not finish within {limits.timeout:g} s"})
-                break
-            if now >= next_memory_check:
-                next_memory_check = now + MEMORY_POLL_SECONDS
-                try:
-                    if watcher.memory_info().rss > memory_limit:
-                        stop("error", {"kind": "LimitError", "msg": f"memory limit exceeded ({limits.memory_mb} MiB)"})
-                        break
-                except psutil.Error:
-                    pass
-            wait_ms = max(0, min(deadline - now, MEMORY_POLL_SECONDS)) * 1000
-            for fd, event in poller.poll(wait_ms):
-                if fd == to_worker:
-                    if event & (select.POLLERR | select.POLLHUP):
-                        close_writer()
-                    else:
-                        flush()
-                    continue
-                data = os.read(fd, 1 << 16) if event & (select.POLLIN | select.POLLHUP) else b""
-                if not data:
-                    poller.unregister(fd)
-                    open_fds.discard(fd)
-                    continue
-                if fd == diagnostics_fd:
-                    diagnostics += data[: max(0, DIAGNOSTICS_BYTES - len(diagnostics))]
-                    continue
-                if first_frame_at is None:
-                    first_frame_at = time.monotonic()
-                try:
-                    messages = frames.feed(data)
-                except protocol.ProtocolError as exc:
-                    stop("crash", {"kind": "InternalError", "msg": f"the worker broke the protocol ({exc}); it was stopped"})
-                    break
-                for message in messages:
-                    kind = message["t"]
-                    first_message, ready_allowed = ready_allowed, False
-                    if kind == "ready" and first_message:
-                        # Only the first frame, written by the worker before any script code.
-                        reported = message.get("layers")
-                        if not isinstance(reported, dict) or not all(isinstance(v, str) for v in reported.values()):
-                            stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (bad ready)"})
-                            break
-                        result.layers = {str(k)[:40]: v[:300] for k, v in reported.items()}
-                        if result.layers.get("pidns") == "active":
-                            script_pid = script_process(pid)
-                            watcher = watch(script_pid, watcher)
-                    elif kind == "call":
-                        outbox += broker.reply_frame(message)
-                        flush()
-                        if len(outbox) > MAX_PENDING_REPLY_BYTES:
-                            # A correct worker waits for each reply; this one floods calls.
-                            stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (it does not read its replies); it was stopped"})
-                            break
-                    elif kind == "out":
-                        text = message.get("s")
-                        if type(text) is not str:
-                            stop("crash", {"kind": "InternalError", "msg": "the worker broke the protocol (bad output)"})
-                            break
-                        # A lone surrogate (JSON's "\ud800") cannot be written anywhere: replaced.
-                        encoded = text.encode("utf-8", "replace")
-                        text = encoded.decode("utf-8")
-                        room = limits.max_output - result.output_bytes
-                        if len(encoded) > room:
-                            on_output(encoded[:room].decode("utf-8", "ignore"))
-                            result.output_bytes = limits.max_output
-                            stop("error", {"kind": "LimitError", "msg": f"output limit exceeded: the script printed more than {limits.max_output} bytes"})
-                            break
-                        result.output_bytes += len(encoded)
-                        on_output(text)
-                    elif kind == "end":
-                        result.status, result.error = end_outcome(message, broker, deadline)
-                        finished = True
-                        peak_kib = peak_resident_kib(script_pid)
-                        break
-                    else:
-                        stop("crash", {"kind": "InternalError", "msg": f"the worker broke the protocol (message {str(kind)[:40]!r})"})
-                        break
-                if finished:
-                    break
-    finally:
-        wait_status = reap(pid)
-        proc.returncode = wait_status
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()
-            except OSError:
-                pass
-    if not finished:
-        result.error = crash_error(wait_status, bytes(diagnostics))
-        result.status = "error" if result.error["kind"] == "LimitError" else "crash"
-    ended = time.monotonic()
-    result.figures = {
-        "worker_start_s": (first_frame_at - started) if first_frame_at else None,
-        "worker_s": ended - started,
-        "worker_peak_rss_kib": peak_kib,
-        "requests": broker.requests,
-    }
-    return result
+    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation).run()
 
 
 def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, dict | None]:
