@@ -19,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runtime.fs import safeio  # noqa: E402
-from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig  # noqa: E402
+from runtime.fs.config import Mount, SandboxConfig  # noqa: E402
+from runtime.fs.sandbox import Sandbox  # noqa: E402
 from runtime.fs.vfs import VirtualFS  # noqa: E402
 from runtime.services.toolset import FileSystemToolset  # noqa: E402
 

@@ -75,7 +75,7 @@ def add_sandbox_options(command) -> None:
 def build_sandbox(args):
     """The run's Sandbox from --config/--root/--mount; a bad configuration is a usage error."""
     from runtime.errors import SandboxConfigError
-    from runtime.fs.sandbox import sandbox_from_options
+    from runtime.fs.options import sandbox_from_options
 
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root {args.root}: not a directory")

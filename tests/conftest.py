@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import transpiler
-from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
+from runtime.fs.config import Mount, SandboxConfig
+from runtime.fs.sandbox import Sandbox
 from tests.support import CANARY
 
 # The tests compile scripts in this process the way the runtime does (runtime/compile.py):

@@ -109,3 +109,10 @@ def test_no_test_edits_sys_path():
             if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", "") == "sys":
                 edits.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert edits == []
+
+
+def test_every_public_name_of_runtime_resolves():
+    import runtime
+
+    missing = [name for name in runtime.__all__ if not hasattr(runtime, name)]
+    assert missing == []

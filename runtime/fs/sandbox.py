@@ -6,12 +6,7 @@
     sandbox.resolve("/docs/a.md")          # host Path, or PathNotInSandboxError
     child = sandbox.derive(allow_read="/docs/public")   # only ever narrows
 
-Virtual paths. A path is a "/"-separated virtual path; a relative path is relative to "/".
-"" and "." components are dropped and ".." pops one; a ".." at "/" is refused (never
-clamped). A backslash, "~", "C:" are ordinary characters of a name (this is POSIX: nothing is
-expanded or translated). NUL, control characters (U+0000-U+001F, U+007F-U+009F), lone
-surrogates and paths over 4096 characters are refused with InvalidPathError. Unicode is not
-normalized: "．．" (fullwidth) is an ordinary name, not "..".
+Virtual paths are runtime.fs.paths': split once into components, shown with absolute().
 
 Resolution (`Sandbox.locate`). The most specific mount wins. Components are looked up one by
 one with lstat; a symlink is read and replaced by its target, which must stay inside the mount
@@ -36,13 +31,9 @@ from __future__ import annotations
 import os
 import re
 import stat as statmod
-import threading
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime.errors import (
     FileTooLargeError,
@@ -54,243 +45,15 @@ from runtime.errors import (
     ScriptError,
     SuffixNotAllowedError,
 )
-from runtime.fs import safeio
+from runtime.fs import paths, safeio
+from runtime.fs.config import Mount, SandboxConfig, _check_overlaps
+from runtime.fs.mounts import Location, MountState, SharedMounts
+from runtime.fs.paths import absolute
 
 MAX_PATH_CHARS = 4096
 MAX_SYMLINKS = 40
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]|[\ud800-\udfff]")
 _POINT_COMPONENT_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\\]|[\ud800-\udfff]")
-
-
-# --------------------------------------------------------------------------- configuration
-
-
-class Mount(BaseModel):
-    """A host directory shown at a virtual mount point."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host_path: Path
-    mount_point: str
-    mode: Literal["ro", "rw"] = "ro"
-    suffixes: list[str] | None = None
-    max_file_bytes: int | None = Field(default=None, ge=0)
-    write_approval: bool = True
-    read_approval: bool = False
-
-    @field_validator("mount_point")
-    @classmethod
-    def _point(cls, value: str) -> str:
-        if not value.startswith("/"):
-            raise ValueError(f"must start with '/' (got {value!r})")
-        if value != "/" and value.endswith("/"):
-            raise ValueError(f"cannot end with '/' (got {value!r}; only '/' itself may)")
-        if value != "/":
-            for comp in value[1:].split("/"):
-                if comp in ("", ".", ".."):
-                    raise ValueError(f"must be a normalized path without '//', '.' or '..' (got {value!r})")
-                if _POINT_COMPONENT_BAD.search(comp):
-                    raise ValueError(f"contains a control character or a backslash (got {value!r})")
-        return value
-
-    @field_validator("suffixes")
-    @classmethod
-    def _suffixes(cls, value: list[str] | None) -> list[str] | None:
-        if value is None:
-            return None
-        out = []
-        for s in value:
-            if not s.startswith(".") or len(s) < 2 or "/" in s or "\x00" in s:
-                raise ValueError(f"each suffix must look like '.md' (got {s!r})")
-            out.append(s.lower())
-        return out
-
-    @field_validator("host_path")
-    @classmethod
-    def _host(cls, value: Path) -> Path:
-        if str(value) == "" or "\x00" in str(value):
-            raise ValueError("must be a directory path")
-        return value
-
-    @property
-    def parts(self) -> tuple[str, ...]:
-        return tuple(p for p in self.mount_point.split("/") if p)
-
-
-class SandboxConfig(BaseModel):
-    """Top-level configuration: at least one mount."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    mounts: list[Mount] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _rules(self) -> "SandboxConfig":
-        seen: dict[str, int] = {}
-        for i, m in enumerate(self.mounts):
-            if m.mount_point in seen:
-                raise ValueError(
-                    f"mounts[{i}].mount_point: duplicate mount point {m.mount_point!r} (also mounts[{seen[m.mount_point]}])"
-                )
-            seen[m.mount_point] = i
-        # Host paths given as absolute paths are checked here; relative ones (and symlinked
-        # ones) again by Sandbox once base_path is known.
-        absolute = [(i, os.path.normpath(str(m.host_path))) for i, m in enumerate(self.mounts) if m.host_path.is_absolute()]
-        _check_overlaps(absolute)
-        return self
-
-
-def _check_overlaps(paths: list[tuple[int, str]]) -> None:
-    for a in range(len(paths)):
-        for b in range(a + 1, len(paths)):
-            (i, p), (j, q) = paths[a], paths[b]
-            if p == q:
-                raise ValueError(f"mounts[{j}].host_path: the same directory as mounts[{i}].host_path")
-            if _inside(p, q) or _inside(q, p):
-                raise ValueError(
-                    f"mounts[{j}].host_path: overlaps mounts[{i}].host_path "
-                    "(one mount's host directory cannot be inside another's)"
-                )
-
-
-def _inside(path: str, root: str) -> bool:
-    """Is `path` strictly or equally inside `root` (both normalized, absolute)?"""
-    if path == root:
-        return True
-    return path.startswith(root.rstrip("/") + "/")
-
-
-def format_validation_error(exc: ValidationError, source: str | None = None) -> str:
-    """One line per problem, each naming the field: 'mounts[1].mount_point: must start with '/''."""
-    lines = []
-    for err in exc.errors():
-        loc = ""
-        for item in err.get("loc", ()):
-            loc += f"[{item}]" if isinstance(item, int) else (f".{item}" if loc else str(item))
-        msg = err.get("msg", "invalid")
-        msg = re.sub(r"^(Value|Assertion) error, ", "", msg)
-        if re.match(r"^mounts\[\d+\]\.\w+: ", msg):  # model-level rules name their own field
-            lines.append(msg)
-        else:
-            lines.append(f"{loc}: {msg}" if loc else msg)
-    prefix = f"{source}: " if source else ""
-    return "; ".join(prefix + line for line in lines)
-
-
-def config_from_data(data, source: str | None = None) -> SandboxConfig:
-    """Build a SandboxConfig from plain data, turning errors into one SandboxConfigError line."""
-    try:
-        return SandboxConfig.model_validate(data)
-    except ValidationError as exc:
-        raise SandboxConfigError(format_validation_error(exc, source)) from None
-
-
-def load_config(path: str | Path) -> tuple[SandboxConfig, Path]:
-    """Read a sandbox TOML file: `[[mounts]]` tables with the Mount fields. Returns the config
-    and its base path (the file's directory: relative host paths are relative to the file)."""
-    import tomllib
-
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
-        raise SandboxConfigError(f"{path}: no such configuration file") from None
-    except IsADirectoryError:
-        raise SandboxConfigError(f"{path}: is a directory, not a configuration file") from None
-    except UnicodeDecodeError:
-        raise SandboxConfigError(f"{path}: is not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SandboxConfigError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise SandboxConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    return config_from_data(data, str(path)), path.resolve().parent
-
-
-# --------------------------------------------------------------------------- resolution state
-
-
-@dataclass(frozen=True, eq=False)
-class MountState:
-    """A validated mount: its virtual components and its real host directory."""
-
-    mount: Mount
-    index: int
-    point: tuple[str, ...]
-    host: str  # realpath of the host directory (no symlink in it)
-
-    @property
-    def point_str(self) -> str:
-        return "/" + "/".join(self.point)
-
-    @property
-    def writable(self) -> bool:
-        return self.mount.mode == "rw"
-
-
-@dataclass(frozen=True, eq=False)
-class Location:
-    """A resolved virtual path."""
-
-    requested: tuple[str, ...]  # lexical canonical components of the path asked for
-    parts: tuple[str, ...]  # components after following symlinks (no symlink left)
-    mount: MountState
-    exists: bool  # the last lstat found every component
-
-    @property
-    def rel(self) -> tuple[str, ...]:
-        return self.parts[len(self.mount.point):]
-
-    @property
-    def host(self) -> str:
-        rel = self.rel
-        return os.path.join(self.mount.host, *rel) if rel else self.mount.host
-
-    @property
-    def vpath(self) -> str:
-        return vstr(self.requested)
-
-
-def refuse_directory_syntax(path: str) -> None:
-    """A file operation's path cannot end with '/' (it names a directory: POSIX ENOTDIR)."""
-    if isinstance(path, str) and path.endswith("/") and path.strip("/"):
-        shown = path if len(path) <= 200 else path[:100] + "..." + path[-100:]
-        raise ScriptError(f"{shown!r} ends with '/', so it names a directory; a file path cannot end with '/'")
-
-
-def vstr(parts) -> str:
-    """Absolute virtual string: '/data/a.txt', '/' for the root."""
-    return "/" + "/".join(parts)
-
-
-class _Shared:
-    """What a sandbox and all its derived children share: mounts and mount directory fds."""
-
-    def __init__(self, mounts: list[MountState]) -> None:
-        self.mounts = mounts  # most specific first
-        self.fds: dict[int, int] = {}
-        self.lock = threading.Lock()
-
-    def fd(self, ms: MountState) -> int:
-        fd = self.fds.get(ms.index)
-        if fd is None:
-            with self.lock:
-                fd = self.fds.get(ms.index)
-                if fd is None:
-                    try:
-                        fd = os.open(ms.host, os.O_RDONLY | safeio.O_DIRECTORY | safeio.O_NOFOLLOW | safeio.O_CLOEXEC)
-                    except OSError:
-                        raise ScriptError(f"mount {ms.point_str} is not available") from None
-                    self.fds[ms.index] = fd
-        return fd
-
-    @staticmethod
-    def close_all(fds: dict[int, int]) -> None:
-        for fd in fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        fds.clear()
 
 
 # --------------------------------------------------------------------------- the Sandbox
@@ -315,37 +78,14 @@ class Sandbox:
             _check_overlaps([(s.index, s.host) for s in states])
         except ValueError as exc:
             raise SandboxConfigError(str(exc)) from None
-        self._shared = _Shared(sorted(states, key=lambda s: len(s.point), reverse=True))
-        weakref.finalize(self._shared, _Shared.close_all, self._shared.fds)
+        self._shared = SharedMounts(sorted(states, key=lambda s: len(s.point), reverse=True))
+        weakref.finalize(self._shared, SharedMounts.close_all, self._shared.fds)
         self._parent: Sandbox | None = None
         self._read_rules: tuple[tuple[str, ...], ...] | None = None  # None: everything the parent allows
         self._write_rules: tuple[tuple[str, ...], ...] | None = None
         self._readonly = False
 
     # ------------------------------------------------------------------ virtual paths
-
-    @staticmethod
-    def split(path: str) -> tuple[str, ...]:
-        """Lexical canonical components of a virtual path (see module docstring)."""
-        if not isinstance(path, str):
-            raise InvalidPathError(f"a path must be a string, not {type(path).__name__}")
-        if len(path) > MAX_PATH_CHARS:
-            raise InvalidPathError(f"path is too long ({len(path)} characters, at most {MAX_PATH_CHARS})")
-        bad = _BAD_CHARS.search(path)
-        if bad:
-            what = "an unpaired surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
-            raise InvalidPathError(f"path {path!r} contains {what} ({bad.group()!r})")
-        parts: list[str] = []
-        for comp in path.split("/"):
-            if comp in ("", "."):
-                continue
-            if comp == "..":
-                if not parts:
-                    raise PathNotInSandboxError(f"path {path!r} climbs above the root")
-                parts.pop()
-            else:
-                parts.append(comp)
-        return tuple(parts)
 
     def mount_for(self, parts: tuple[str, ...]) -> MountState | None:
         for m in self._shared.mounts:
@@ -380,7 +120,7 @@ class Sandbox:
         rules = self._write_rules if op == "write" else self._read_rules
         if rules is None:
             return self._parent._roots(op)
-        return [vstr(r) for r in rules]
+        return [absolute(r) for r in rules]
 
     @property
     def readable_roots(self) -> list[str]:
@@ -466,7 +206,7 @@ class Sandbox:
     def locate(self, path: str, *, op: str, follow_last: bool = True) -> Location:
         """Resolve and check `op` ("read", "write" or "any") on the requested and canonical path."""
         try:
-            requested = self.split(path)
+            requested = paths.split(path)
         except PathNotInSandboxError as exc:
             raise self._outside(str(exc)) from None
         except InvalidPathError as exc:
@@ -492,12 +232,12 @@ class Sandbox:
             if ok:
                 continue
             if op == "write" and self._allows(parts, "read"):
-                reason = f"cannot write {vstr(loc.requested)!r}: it is read-only here."
+                reason = f"cannot write {absolute(loc.requested)!r}: it is read-only here."
                 raise PathNotWritableError(
                     f"{reason} Writable: {', '.join(self.writable_roots) or 'nothing (read-only)'}.", reason=reason
                 )
             if parts is loc.requested:
-                raise self._outside(f"path {vstr(loc.requested)!r} is not in the sandbox")
+                raise self._outside(f"path {absolute(loc.requested)!r} is not in the sandbox")
             raise self._outside(f"path {path!r} leads outside the sandbox")
 
     def resolve(self, path: str) -> Path:
@@ -545,13 +285,14 @@ class Sandbox:
         loc = self.locate(path, op=op, follow_last=op == "read")
         return loc.mount.point_str, Path(loc.host), loc.mount.mount
 
+    @staticmethod
+    def suffix_allowed(mount: Mount, name: str) -> bool:
+        return mount.suffixes is None or paths.suffix(name).lower() in mount.suffixes
+
     def check_suffix(self, path: Path, mount: Mount, *, virtual_path: str) -> None:
-        if mount.suffixes is None:
-            return
         name = Path(path).name
-        dot = name.rfind(".")
-        suffix = name[dot:].lower() if dot > 0 else ""
-        if suffix not in mount.suffixes:
+        if not self.suffix_allowed(mount, name):
+            suffix = paths.suffix(name).lower()
             shown = f"suffix {suffix!r}" if suffix else "no suffix"
             raise SuffixNotAllowedError(
                 f"{virtual_path!r} has {shown}, not allowed in {mount.mount_point}. "
@@ -606,7 +347,7 @@ class Sandbox:
             if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
                 raise SandboxError(f"derive: {name} must be a path or a list of paths")
             try:
-                return tuple(dict.fromkeys(self.split(i) for i in items))
+                return tuple(dict.fromkeys(paths.split(i) for i in items))
             except PathNotInSandboxError as exc:
                 raise self._outside(f"derive: {name}: {exc}") from None
             except InvalidPathError as exc:
@@ -620,13 +361,13 @@ class Sandbox:
             if not self._allows(w, "write"):
                 if self._allows(w, "read"):
                     raise PathNotWritableError(
-                        f"derive: cannot allow writing {vstr(w)!r}: it is read-only in the parent. "
+                        f"derive: cannot allow writing {absolute(w)!r}: it is read-only in the parent. "
                         f"Writable: {', '.join(self.writable_roots) or 'nothing (read-only)'}."
                     )
-                raise self._outside(f"derive: cannot allow writing {vstr(w)!r}: it is not in the parent sandbox")
+                raise self._outside(f"derive: cannot allow writing {absolute(w)!r}: it is not in the parent sandbox")
         for r in reads or ():
             if not self._allows(r, "read"):
-                raise self._outside(f"derive: cannot allow reading {vstr(r)!r}: it is not readable in the parent")
+                raise self._outside(f"derive: cannot allow reading {absolute(r)!r}: it is not readable in the parent")
         if readonly is False and not self.writable_roots:
             raise PathNotWritableError("derive: readonly=False cannot give write access: the parent sandbox is read-only")
 
@@ -663,44 +404,4 @@ class Sandbox:
                 return self.open_location(loc, flags), loc
             except safeio.Raced:
                 continue
-        raise ScriptError(f"{vstr(self.split(path))} changed while it was being opened; try again")
-
-
-def sandbox_from_options(
-    root: str | Path | None = None,
-    mounts: list | tuple = (),
-    config_path: str | Path | None = None,
-) -> Sandbox:
-    """The Sandbox of the command line: the TOML file's mounts (relative host paths are
-    relative to the file), then `root` at "/", then each `mounts` item (MountSpec-like:
-    host_path, mount_point, writable) relative to the cwd. With none of the three, the
-    current directory is the root. Raises SandboxConfigError with one line naming the
-    option or the file's entry that is wrong ("--mount out:/out host_path: overlaps --root")."""
-    items: list[dict] = []
-    labels: list[str] = []
-    if config_path is not None:
-        config, base = load_config(config_path)
-        for i, m in enumerate(config.mounts):
-            data = m.model_dump()
-            host = m.host_path if m.host_path.is_absolute() else base / m.host_path
-            data["host_path"] = os.path.abspath(host)
-            items.append(data)
-            labels.append(f"{config_path}: mounts[{i}]")
-    if root is None and config_path is None and not mounts:
-        root = "."
-    if root is not None:
-        items.append({"host_path": os.path.abspath(root), "mount_point": "/", "mode": "ro"})
-        labels.append(f"--root {root}")
-    for spec in mounts:
-        items.append({"host_path": os.path.abspath(spec.host_path), "mount_point": spec.mount_point,
-                      "mode": "rw" if spec.writable else "ro"})
-        labels.append(f"--mount {spec.host_path}:{spec.mount_point}{':rw' if spec.writable else ''}")
-
-    def named(message: str) -> str:
-        return re.sub(r"mounts\[(\d+)\](?:\.(\w+))?",
-                      lambda m: labels[int(m.group(1))] + (f" {m.group(2)}" if m.group(2) else ""), message)
-
-    try:
-        return Sandbox(config_from_data({"mounts": items}))
-    except SandboxConfigError as exc:
-        raise SandboxConfigError("; ".join(named(line) for line in str(exc).split("; "))) from None
+        raise ScriptError(f"{absolute(paths.split(path))} changed while it was being opened; try again")

@@ -40,8 +40,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from runtime.errors import ApprovalDeniedError, PathNotInSandboxError, SandboxError, ScriptError
-from runtime.fs import safeio
-from runtime.fs.sandbox import Location, MountState, Sandbox, config_from_data, refuse_directory_syntax
+from runtime.fs import paths, safeio
+from runtime.fs.config import config_from_data
+from runtime.fs.mounts import Location, MountState
+from runtime.fs.paths import absolute, refuse_directory_syntax, relative
+from runtime.fs.sandbox import Sandbox
 
 _READ_FLAGS = os.O_RDONLY | safeio.O_NONBLOCK
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -81,12 +84,6 @@ OUTSIDE = "(outside the sandbox)"
 VIRTUAL_DIR_STAT = os.stat_result((statmod.S_IFDIR | 0o555, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0))
 
 
-def to_virtual(parts: tuple[str, ...] | list[str]) -> str:
-    """Canonical virtual string: 'data/a.txt', or '.' for the root."""
-    return "/".join(parts) if parts else "."
-
-
-
 def _kind_of(mode: int) -> str:
     if statmod.S_ISREG(mode):
         return "file"
@@ -95,10 +92,6 @@ def _kind_of(mode: int) -> str:
     if statmod.S_ISLNK(mode):
         return "symlink"
     return "other"
-
-
-def _abs(parts) -> str:
-    return "/" + "/".join(parts)
 
 
 class VirtualFS:
@@ -127,17 +120,17 @@ class VirtualFS:
             self.sandbox = Sandbox(config)
         self.approve = approve
         self._approved: set[str] = set()
-        self._roots = tuple(Sandbox.split(r) for r in self.sandbox.readable_roots)
+        self._roots = tuple(paths.split(r) for r in self.sandbox.readable_roots)
 
     # ----------------------------------------------------------------- normalization
 
     @staticmethod
     def normalize(path: str) -> tuple[str, ...]:
         """Virtual components of a script path (see runtime/fs/sandbox.py)."""
-        return Sandbox.split(path)
+        return paths.split(path)
 
     def canonical(self, path: str) -> str:
-        return to_virtual(self.normalize(path))
+        return relative(self.normalize(path))
 
     def mount_for(self, parts: tuple[str, ...]) -> MountState | None:
         return self.sandbox.mount_for(parts)
@@ -152,7 +145,7 @@ class VirtualFS:
     @staticmethod
     def _resolved(loc: Location) -> Resolved:
         host = loc.host
-        return Resolved(loc.requested, to_virtual(loc.requested), loc.mount, host, host, loc)
+        return Resolved(loc.requested, relative(loc.requested), loc.mount, host, host, loc)
 
     def _fstat(self, res: Resolved, missing: str) -> os.stat_result:
         loc = res.loc
@@ -160,7 +153,7 @@ class VirtualFS:
             try:
                 fd = self.sandbox.open_location(loc, safeio.O_PATH)
             except safeio.Raced:
-                loc = self.sandbox.locate(_abs(res.parts), op="read")
+                loc = self.sandbox.locate(absolute(res.parts), op="read")
                 continue
             except (FileNotFoundError, NotADirectoryError):
                 raise ScriptError(f"{missing}: {res.vpath}") from None
@@ -224,14 +217,14 @@ class VirtualFS:
 
     @staticmethod
     def _virtual(parts: tuple[str, ...]) -> Resolved:
-        return Resolved(parts, to_virtual(parts), None, None, None, None)
+        return Resolved(parts, relative(parts), None, None, None, None)
 
     # ----------------------------------------------------------------- policy on reads
 
     def check_readable(self, loc: Location, vpath: str, size: int | None) -> None:
         """Suffix, size and read approval of the mount the file lives in."""
         mount = loc.mount.mount
-        shown = _abs(loc.requested)
+        shown = absolute(loc.requested)
         self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=shown)
         if size is not None:
             self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
@@ -256,19 +249,14 @@ class VirtualFS:
             return False
         n = len(dir_res.parts)
         return any(m.mount.read_approval for m in self.sandbox.mounts
-                   if m.point[:n] == dir_res.parts and len(m.point) > n and self.sandbox.can_read(_abs(m.point)))
+                   if m.point[:n] == dir_res.parts and len(m.point) > n and self.sandbox.can_read(absolute(m.point)))
 
     def check_listable(self, dir_res: Resolved, recursive: bool) -> None:
         if self.listing_needs_approval(dir_res, recursive):
-            self._ask(f"List files in {_abs(dir_res.parts)}")
+            self._ask(f"List files in {absolute(dir_res.parts)}")
 
     def suffix_allowed(self, loc: Location) -> bool:
-        suffixes = loc.mount.mount.suffixes
-        if suffixes is None:
-            return True
-        name = loc.parts[-1] if loc.parts else ""
-        dot = name.rfind(".")
-        return (name[dot:].lower() if dot > 0 else "") in suffixes
+        return Sandbox.suffix_allowed(loc.mount.mount, loc.parts[-1] if loc.parts else "")
 
     # ----------------------------------------------------------------- reading
 
@@ -354,7 +342,7 @@ class VirtualFS:
     def _link(self, vparts: tuple[str, ...]) -> tuple[Location | None, os.stat_result | None, str]:
         """(location, stat) of what a symlink names when it stays inside, and its shown target."""
         try:
-            loc = self.sandbox.locate(_abs(vparts), op="read")
+            loc = self.sandbox.locate(absolute(vparts), op="read")
         except SandboxError:
             return None, None, OUTSIDE
         except ScriptError:  # a loop
@@ -369,7 +357,7 @@ class VirtualFS:
                     os.close(fd)
             except (OSError, safeio.Raced):
                 st = None
-        return loc, st, to_virtual(loc.parts)
+        return loc, st, relative(loc.parts)
 
     def list_dir(self, dir_res: Resolved, check: Callable[[], None] | None = None) -> list[WalkEntry]:
         """Entries of one directory, sorted by name. Unreadable entries are skipped.
@@ -435,7 +423,7 @@ class VirtualFS:
             finally:
                 os.close(fd)
         for name, m in child_mounts.items():
-            if not self.sandbox.can_read(_abs(m.point)):
+            if not self.sandbox.can_read(absolute(m.point)):
                 continue
             loc = Location(parts + (name,), m.point, m, True)
             try:
@@ -449,7 +437,7 @@ class VirtualFS:
                 continue
             if len(root) == len(parts) + 1:  # a readable root itself: a real directory or file
                 try:
-                    loc = self.sandbox.locate(_abs(root), op="read")
+                    loc = self.sandbox.locate(absolute(root), op="read")
                     lst = self._fstat(self._resolved(loc), "no such directory")
                 except (SandboxError, ScriptError):
                     continue

@@ -37,8 +37,10 @@ from pathlib import Path
 from typing import Callable
 
 from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
-from runtime.fs import safeio
-from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
+from runtime.fs import paths, safeio
+from runtime.fs.config import Mount, SandboxConfig
+from runtime.fs.paths import absolute, refuse_directory_syntax, relative, rooted
+from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
 from runtime.promptscript.command import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
 from runtime.promptscript.patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
@@ -134,13 +136,11 @@ class ProjectActions:
 
     def enter(self, effective: dict) -> None:
 
-        def points(paths):
-            return ["/" if p == "." else "/" + p for p in paths]
-
         # What cannot be read cannot be written: `allowRead: ["src"]` alone confines writes too.
         writes = intersect_paths(effective["allowRead"], effective["allowWrite"])
         try:
-            child = self.sandbox.derive(allow_read=points(effective["allowRead"]), allow_write=points(writes))
+            child = self.sandbox.derive(allow_read=[rooted(p) for p in effective["allowRead"]],
+                                       allow_write=[rooted(p) for p in writes])
         except SandboxError as exc:
             raise SandboxError(f"policy: {exc}") from None
         self.sandboxes.append(child)
@@ -164,8 +164,8 @@ class ProjectActions:
         readable = minimal_paths(policy["allowRead"])
         writable = minimal_paths(intersect_paths(policy["allowRead"], policy["allowWrite"]))
 
-        def shown(paths, nothing):
-            return ", ".join("/" if p == "." else "/" + p for p in paths) if paths else nothing
+        def shown(allowed, nothing):
+            return ", ".join(absolute(paths.split(p)) for p in allowed) if allowed else nothing
 
         return type(exc)(f"{action}: {exc.reason} Readable: {shown(readable, 'nothing')}. "
                          f"Writable: {shown(writable, 'nothing (read-only)')}.")
@@ -193,17 +193,9 @@ class ProjectActions:
         toolset.approved = self.approved
         return toolset
 
-    @staticmethod
-    def _vpath(path: str) -> str:
-        return "/" + path.lstrip("/")
-
-    @staticmethod
-    def _rel(vpath: str) -> str:
-        return vpath.lstrip("/") or "."
-
     def _open_read(self, action: str, sb: Sandbox, path: str, policy: dict):
         try:
-            fd, loc = sb.open_checked(self._vpath(path), os.O_RDONLY | safeio.O_NONBLOCK, op="read")
+            fd, loc = sb.open_checked(rooted(path), os.O_RDONLY | safeio.O_NONBLOCK, op="read")
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
         except OSError as exc:
@@ -213,7 +205,7 @@ class ProjectActions:
     def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, int, str]:
         """(bytes read, file size, project-relative path); refuses files over maxFileBytes."""
         fd, loc = self._open_read(action, sb, path, policy)
-        shown = self._rel(vstr(loc.requested))
+        shown = relative(loc.requested)
         try:
             st = os.fstat(fd)
             if statmod.S_ISDIR(st.st_mode):
@@ -242,9 +234,9 @@ class ProjectActions:
 
     def _check_writable(self, action: str, sb: Sandbox, path: str, policy: dict) -> str:
         self._no_trailing_slash(action, path)
-        vpath = self._vpath(path)
+        vpath = rooted(path)
         try:
-            parts = Sandbox.split(vpath)
+            parts = paths.split(vpath)
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
         if parts and parts[0] == RUN_LOG_DIR:
@@ -266,7 +258,7 @@ class ProjectActions:
             raise SandboxError(f"{action}: {len(data)} bytes for {path}; the policy's maxFileBytes is {cap}")
         self._count_change(action, path, policy)
         try:
-            _loc, existed = self._toolset(sb).put(self._vpath(path), content, create_only=create_only)
+            _loc, existed = self._toolset(sb).put(rooted(path), content, create_only=create_only)
         except ApprovalDeniedError as exc:
             raise ApprovalDeniedError(f"{action}: {exc}") from None
         except SandboxError as exc:

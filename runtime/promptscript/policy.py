@@ -4,9 +4,8 @@ worker's is only for early messages)."""
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from runtime.errors import LimitError, ScriptError
+from runtime.fs.paths import relative
 from wire import protocol
 
 ACTIONS = protocol.PS_ACTIONS
@@ -20,11 +19,11 @@ class ActionError(ScriptError):
 
 
 def norm_path(text: str) -> str:
-    p = PurePosixPath(text.strip() or ".")
-    parts = [x for x in p.parts if x not in ("", ".", "/")]
-    if any(x == ".." for x in parts):
+    """A policy path as the project-relative form the scope stack compares ("src/a", ".")."""
+    parts = [x for x in text.strip().split("/") if x not in ("", ".")]
+    if ".." in parts:
         raise ActionError(f"policy path {text!r} climbs out of the project")
-    return "/".join(parts) or "."
+    return relative(parts)
 
 
 def under(path: str, base: str) -> bool:

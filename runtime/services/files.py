@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget, check_limit
 from runtime.errors import LimitError, ScriptError
+from runtime.fs import paths
 from runtime.fs.vfs import Resolved, VirtualFS, WalkEntry
 from runtime.services.documents import Document, DocumentStore, decode_text, format_toc, is_pdf_name
 from runtime.services.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
@@ -69,11 +70,6 @@ def iso_utc(mtime: float) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(mtime)))
     except (OverflowError, OSError, ValueError):
         return datetime.fromtimestamp(0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def suffix_of(name: str) -> str:
-    dot = name.rfind(".")
-    return name[dot:] if dot > 0 and dot < len(name) - 1 else ""
 
 
 def glob_to_regex(glob: str) -> Pattern:
@@ -185,7 +181,7 @@ class FilesService:
         return {
             "path": vpath,
             "name": name,
-            "suffix": suffix_of(name),
+            "suffix": paths.suffix(name),
             "size": st.st_size,
             "modified": iso_utc(st.st_mtime),
         }

@@ -50,8 +50,11 @@ from runtime.errors import (
     SandboxError,
     ScriptError,
 )
-from runtime.fs import safeio
-from runtime.fs.sandbox import Location, Mount, Sandbox, SandboxConfig, refuse_directory_syntax, vstr
+from runtime.fs import paths, safeio
+from runtime.fs.config import Mount, SandboxConfig
+from runtime.fs.mounts import Location
+from runtime.fs.paths import absolute, refuse_directory_syntax
+from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
 
 MAX_READ_BYTES = 32 << 20  # a hard cap beside each mount's max_file_bytes
@@ -204,7 +207,7 @@ class FileSystemToolset:
 
     def _shown(self, path) -> str:
         try:
-            return printable(vstr(Sandbox.split(path)))
+            return printable(absolute(paths.split(path)))
         except (SandboxError, ScriptError):
             return printable(repr(path))
 
@@ -287,7 +290,7 @@ class FileSystemToolset:
         sb = self._sandbox
 
         def mount_of(root: str) -> Mount:
-            return sb.mount_for(Sandbox.split(root)).mount
+            return sb.mount_for(paths.split(root)).mount
 
         readable = [r for r in sb.readable_roots if not mount_of(r).read_approval]
         writable = [r for r in sb.writable_roots if not mount_of(r).write_approval]
@@ -307,7 +310,7 @@ class FileSystemToolset:
             fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
         except OSError as exc:
             raise os_error(self._shown(path), exc) from None
-        shown = vstr(loc.requested)
+        shown = absolute(loc.requested)
         try:
             st = os.fstat(fd)
             if statmod.S_ISDIR(st.st_mode):
@@ -344,7 +347,7 @@ class FileSystemToolset:
         refuse_directory_syntax(path)
         for _ in range(3):
             loc = sb.locate(path, op="write", follow_last=False)
-            shown = vstr(loc.requested)
+            shown = absolute(loc.requested)
             if not loc.rel:
                 raise ScriptError(f"{shown} is a mount point; it cannot be written, moved or deleted")
             try:
@@ -353,13 +356,13 @@ class FileSystemToolset:
                 continue
             except OSError as exc:
                 if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-                    raise ScriptError(f"no such directory: {vstr(loc.requested[:-1])}") from None
+                    raise ScriptError(f"no such directory: {absolute(loc.requested[:-1])}") from None
                 raise os_error(shown, exc) from None
             return pfd, loc.rel[-1], loc
         raise ScriptError(f"{self._shown(path)} changed while it was being opened; try again")
 
     def _check_new_file(self, loc: Location, size: int) -> None:
-        shown = vstr(loc.requested)
+        shown = absolute(loc.requested)
         mount = loc.mount.mount
         self._sandbox.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
         self._sandbox.check_size(Path(), mount, virtual_path=shown, size=size, writing=True)
@@ -383,14 +386,14 @@ class FileSystemToolset:
                 fd = parent
         finally:
             os.close(fd)
-        raise SandboxError(f"{vstr(loc.requested)} is in a directory that holds the run logs; it is not writable")
+        raise SandboxError(f"{absolute(loc.requested)} is in a directory that holds the run logs; it is not writable")
 
     def _write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> tuple[Location, bool]:
         """Write `data` to `path` through its parent's descriptor; (location, whether a file was
         there). `exclusive`: refuse when the name exists, decided by the kernel (link(2) fails
         with EEXIST), so nothing outside the parent is ever looked at."""
         pfd, name, loc = self._open_parent(path, create=True)
-        shown = vstr(loc.requested)
+        shown = absolute(loc.requested)
         try:
             self._check_protected(pfd, loc)
             self._check_new_file(loc, len(data))
@@ -447,7 +450,7 @@ class FileSystemToolset:
     def write(self, path: str, content: str) -> str:
         """Write a text file; parent directories are created. A symlink there is replaced."""
         loc, _existed = self.put(path, content)
-        return f"Wrote {len(content)} chars to {vstr(loc.requested)}"
+        return f"Wrote {len(content)} chars to {absolute(loc.requested)}"
 
     def put(self, path: str, content: str, *, create_only: bool = False) -> tuple[Location, bool]:
         """write() for callers that need (location, whether a file was there); `create_only`
@@ -462,7 +465,7 @@ class FileSystemToolset:
         self._sandbox.locate(path, op="write", follow_last=False)  # refuse read-only paths first
         self._gate("edit_file", {"path": path, "old_text": old_text, "new_text": new_text})
         data, loc = self._read_bytes(path)
-        shown = vstr(loc.requested)
+        shown = absolute(loc.requested)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -481,7 +484,7 @@ class FileSystemToolset:
         """Delete a file (a symlink itself, never its target). Directories are refused."""
         self._gate("delete_file", {"path": path})
         pfd, name, loc = self._open_parent(path, create=False)
-        shown = vstr(loc.requested)
+        shown = absolute(loc.requested)
         try:
             st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
             if statmod.S_ISDIR(st.st_mode):
@@ -498,7 +501,7 @@ class FileSystemToolset:
         self._gate("move_file", {"source": source, "destination": destination})
         sfd, sname, sloc = self._open_parent(source, create=False)
         try:
-            sshown = vstr(sloc.requested)
+            sshown = absolute(sloc.requested)
             try:
                 st = os.stat(sname, dir_fd=sfd, follow_symlinks=False)
             except OSError as exc:
@@ -506,7 +509,7 @@ class FileSystemToolset:
             if statmod.S_ISDIR(st.st_mode):
                 raise ScriptError(f"{sshown} is a directory; move handles files only")
             dfd, dname, dloc = self._open_parent(destination, create=True)
-            dshown = vstr(dloc.requested)
+            dshown = absolute(dloc.requested)
             try:
                 self._check_new_file(dloc, st.st_size if statmod.S_ISREG(st.st_mode) else 0)
                 try:
@@ -537,13 +540,13 @@ class FileSystemToolset:
         try:
             try:
                 os.stat(dname, dir_fd=pfd, follow_symlinks=False)
-                raise ScriptError(f"{vstr(dloc.requested)} already exists; delete it first or choose another name")
+                raise ScriptError(f"{absolute(dloc.requested)} already exists; delete it first or choose another name")
             except FileNotFoundError:
                 pass
         finally:
             os.close(pfd)
         self._write_bytes(destination, data, exclusive=True)
-        return f"Copied {vstr(sloc.requested)} to {vstr(dloc.requested)}"
+        return f"Copied {absolute(sloc.requested)} to {absolute(dloc.requested)}"
 
     def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
         """Virtual paths of the files under `path` whose path relative to it matches `pattern`."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runtime.errors import SandboxConfigError
-from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig, config_from_data, load_config
+from runtime.fs.config import Mount, SandboxConfig, config_from_data, load_config
+from runtime.fs.sandbox import Sandbox
 
 
 def cfg(tmp_path, *mounts):

@@ -15,7 +15,8 @@ from runtime.errors import (
     ScriptError,
     SuffixNotAllowedError,
 )
-from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
+from runtime.fs.config import Mount, SandboxConfig
+from runtime.fs.sandbox import Sandbox
 
 
 def test_resolve_returns_host_paths(world):

@@ -84,7 +84,7 @@ def test_the_root_lists_the_mounts_when_none_is_at_root(tmp_path, capsys):
 
 def test_filesdsl_walks_the_virtual_root(tmp_path):
     from runtime import run_script
-    from runtime.fs.sandbox import sandbox_from_options
+    from runtime.fs.options import sandbox_from_options
 
     two_mounts(tmp_path)
     (tmp_path / "out" / "b.txt").write_text("beta")
@@ -144,7 +144,7 @@ def test_fdsl_ls_without_a_terminal_refuses_a_read_approval_mount(tmp_path, caps
 
 def test_listings_skip_files_the_suffixes_refuse(tmp_path, capsys):
     from runtime import run_script
-    from runtime.fs.sandbox import sandbox_from_options
+    from runtime.fs.options import sandbox_from_options
 
     (tmp_path / "cfg" / "sub").mkdir(parents=True)
     for name in ("a.json", "t.txt", "sub/b.json", "sub/c.yaml"):

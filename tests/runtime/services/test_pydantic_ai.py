@@ -19,7 +19,8 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 
-from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig  # noqa: E402
+from runtime.fs.config import Mount, SandboxConfig  # noqa: E402
+from runtime.fs.sandbox import Sandbox  # noqa: E402
 from runtime.services.pydantic_ai_toolset import (  # noqa: E402
     ApprovableFileSystemToolset,
     ApprovalResult,

@@ -188,7 +188,8 @@ def test_move_and_copy_refuse_existing_destination_and_mount_points(world):
 
 def test_suffix_and_size_limits_apply_to_the_toolset(tmp_path):
     from runtime.errors import FileTooLargeError, SuffixNotAllowedError
-    from runtime.fs.sandbox import Mount, Sandbox, SandboxConfig
+    from runtime.fs.config import Mount, SandboxConfig
+    from runtime.fs.sandbox import Sandbox
 
     (tmp_path / "w").mkdir()
     (tmp_path / "w" / "big.md").write_text("x" * 100)
