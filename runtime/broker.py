@@ -32,11 +32,14 @@ def check_argument(op: str, name: str, kind: str, value) -> None:
             deny("a string")
         if len(value) > MAX_STRING_CHARS:
             deny(f"at most {MAX_STRING_CHARS} characters")
-    elif kind == protocol.JSON_TEXT:
-        if type(value) is not str:
-            deny("a string of JSON text")
-        if len(value) > protocol.MAX_JSON_TEXT_CHARS:
-            deny(f"at most {protocol.MAX_JSON_TEXT_CHARS} characters")
+    elif kind == protocol.OBJECT:
+        if type(value) is not dict:
+            deny("an object")
+    elif kind == protocol.OBJECTS:
+        if type(value) is not list or any(type(item) is not dict for item in value):
+            deny("a list of objects")
+        if len(value) > MAX_LIST_ITEMS:
+            deny(f"at most {MAX_LIST_ITEMS} items")
     elif kind == protocol.INT:
         if type(value) is not int:
             deny("an integer")

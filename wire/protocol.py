@@ -52,10 +52,8 @@ INT = "int"
 BOOL = "bool"
 OPT_STR = "str|null"
 PAGES = "pages"  # null, an int, or a list of ints
-JSON_TEXT = "json"  # a string of JSON text, up to MAX_JSON_TEXT_CHARS (PromptScript action args)
-
-# A JSON_TEXT argument may fill a whole request frame (STR arguments stay at the broker's 64 KiB).
-MAX_JSON_TEXT_CHARS = MAX_REQUEST_BYTES
+OBJECT = "object"  # a JSON object (a policy, event data, action arguments), checked by its handler
+OBJECTS = "objects"  # a list of JSON objects: parallel() items, each {action, args}
 
 # op name -> ordered {argument name: kind}. Every argument is required on the wire: defaults
 # live in the script-facing objects, so the broker sees exactly what will be done.
@@ -88,7 +86,8 @@ OPS: dict[str, dict[str, str]] = {
     "fs.list_files": {"path": STR, "pattern": STR},
     "fs.list_directory": {"path": STR},
     "fs.find_files": {"path": STR, "recursive": BOOL, "glob": STR},
-    # PromptScript (runtime/promptscript/session.py serves these; JSON values travel as strings).
+    # PromptScript (runtime/promptscript/session.py serves these; policies, event data and action
+    # arguments travel as objects, the arguments checked against PS_ACTION_ARGS).
     # -> {max_steps, max_time_ms, policy, files_changed}: the budgets the worker enforces
     # itself and the base policy (for the runtime variables)
     "ps.start": {},
@@ -96,18 +95,41 @@ OPS: dict[str, dict[str, str]] = {
     # apply(): -> {"value": any, "print": str|null, "files_changed": int}. deadline_ms: the time
     # left in the earliest pending `timeout` block (0: none); the broker stops there with a
     # TimeoutError, which the worker turns into that block's timeout.
-    "ps.action": {"name": STR, "args": JSON_TEXT, "deadline_ms": INT},
-    "ps.parallel": {"items": JSON_TEXT, "max": INT, "fail_fast": BOOL, "deadline_ms": INT},  # -> [{ok, value} | {ok, error}]
-    "ps.scope": {"change": STR, "policy": STR, "line": INT},  # with policy: "enter" | "exit"
+    "ps.action": {"name": STR, "args": OBJECT, "deadline_ms": INT},
+    "ps.parallel": {"items": OBJECTS, "max": INT, "fail_fast": BOOL, "deadline_ms": INT},  # -> [{ok, value} | {ok, error}]
+    "ps.scope": {"change": STR, "policy": OBJECT, "line": INT},  # with policy: "enter" | "exit" ({} on exit)
     # a run-log event: retry, timeout, block_start, block_end, budget (a budget the worker
     # enforces ran out), end (data {steps}: the final step count; not logged itself)
-    "ps.event": {"kind": STR, "line": INT, "data": STR},
+    "ps.event": {"kind": STR, "line": INT, "data": OBJECT},
 }
 
 # The actions a ps.action names (spec: "Acciones del LLM"), and those ps.parallel may run
 # (the read-only ones).
 PS_ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
 PS_PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")
+
+# Each action's arguments: name -> (type, required, what the script must give). Types: "str",
+# "int", "bool", "strs" (an array of strings), "list" (an array, its items checked by the
+# action). Checked in the broker, after the budgets and the policy, by
+# runtime/promptscript/arguments.py; a name not listed is refused.
+PS_MAX_SEARCH_RESULTS = 10_000
+PS_MAX_CMD_TIMEOUT_MS = 600_000
+PATH_ARG = ("str", True, "a project-relative path")
+PS_ACTION_ARGS: dict[str, dict[str, tuple[str, bool, str]]] = {
+    "READ_FILE": {"path": PATH_ARG, "maxBytes": ("int", False, "a non-negative integer")},
+    "WRITE_FILE": {"path": PATH_ARG, "content": ("str", True, "a string"),
+                   "mode": ("str", False, '"overwrite" or "create_only"')},
+    "PATCH_FILE": {"path": PATH_ARG, "patch": ("str", False, "a string (REPLACE:\\n<content>, or a unified diff)"),
+                   "edits": ("list", False, "an array of {old, new} objects"), "old": ("str", False, "a string"),
+                   "new": ("str", False, "a string")},
+    "SEARCH": {"query": ("str", False, "a string"), "globs": ("strs", False, "an array of strings"),
+               "maxResults": ("int", False, f"an integer from 1 to {PS_MAX_SEARCH_RESULTS}")},
+    "RUN_CMD": {"cmd": ("str", True, "a program name"), "args": ("strs", False, "an array of strings"),
+                "timeoutMs": ("int", False, f"an integer from 1 to {PS_MAX_CMD_TIMEOUT_MS}")},
+    "ASK_USER": {"question": ("str", True, "a string"), "choices": ("strs", False, "an array of strings")},
+    "REPORT": {"message": ("str", True, "a string"), "filesChanged": ("strs", False, "an array of strings"),
+               "nextSuggestions": ("strs", False, "an array of strings"), "done": ("bool", False, "true or false")},
+}
 
 # Ops of PromptScript runs (never in a FilesDSL run's handler table).
 PS_OPS = frozenset(op for op in OPS if op.startswith("ps."))

@@ -42,45 +42,23 @@ from runtime.fs.config import Mount, SandboxConfig
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative, rooted
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
+from runtime.promptscript.arguments import ActionArgError
 from runtime.promptscript.command import DEFAULT_OUTPUT_CAP, CommandTimeout, run_command
 from runtime.promptscript.patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.promptscript.policy import intersect_paths, under
 from runtime.promptscript.runlog import RUN_LOG_DIR
 from runtime.services.files import glob_to_regex
 from runtime.services.toolset import FileSystemToolset, os_error
+from wire import protocol
 
 DEFAULT_READ_BYTES = 500_000
 DEFAULT_SEARCH_RESULTS = 200
-MAX_SEARCH_RESULTS = 10_000
+MAX_SEARCH_RESULTS = protocol.PS_MAX_SEARCH_RESULTS
 MAX_SEARCH_FILES = 100_000
 MAX_LINE_CHARS = 300
 DEFAULT_CMD_TIMEOUT_MS = 60_000
-MAX_CMD_TIMEOUT_MS = 600_000
+MAX_CMD_TIMEOUT_MS = protocol.PS_MAX_CMD_TIMEOUT_MS
 SKIPPED_DIRS = frozenset({".git", ".ps-runs"})
-
-
-class ActionArgError(ScriptError):
-    kind = "RuntimeError"
-
-
-def check_args(action: str, args: dict, spec: dict) -> dict:
-    """spec: name -> (type or tuple of types, required, description). Unknown names refused."""
-    for key in args:
-        if key not in spec:
-            raise ActionArgError(f"{action}: unknown argument '{str(key)[:40]}' (arguments: {', '.join(spec)})")
-    out = {}
-    for key, (types, required, what) in spec.items():
-        if key not in args:
-            if required:
-                raise ActionArgError(f"{action}: the '{key}' argument ({what}) is required")
-            continue
-        value = args[key]
-        if type(value) not in (types if isinstance(types, tuple) else (types,)):
-            raise ActionArgError(f"{action}: {key} must be {what}")
-        if type(value) is list and any(type(v) is not str for v in value) and what.endswith("strings"):
-            raise ActionArgError(f"{action}: {key} must be {what}")
-        out[key] = value
-    return out
 
 
 def _shown_list(values) -> str:
@@ -269,10 +247,7 @@ class ProjectActions:
     # -- the actions --
 
     def read_file(self, args: dict, policy: dict):
-        a = check_args("READ_FILE", args, {
-            "path": (str, True, "a project-relative path"),
-            "maxBytes": (int, False, "a non-negative integer"),
-        })
+        a = args  # checked by runtime/promptscript/arguments.py
         limit = a.get("maxBytes", DEFAULT_READ_BYTES)
         if limit < 0:
             raise ActionArgError("READ_FILE: maxBytes must be a non-negative integer")
@@ -282,11 +257,7 @@ class ProjectActions:
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False), None
 
     def write_file(self, args: dict, policy: dict):
-        a = check_args("WRITE_FILE", args, {
-            "path": (str, True, "a project-relative path"),
-            "content": (str, True, "a string"),
-            "mode": (str, False, '"overwrite" or "create_only"'),
-        })
+        a = args  # checked by runtime/promptscript/arguments.py
         mode = a.get("mode", "overwrite")
         if mode not in ("overwrite", "create_only"):
             raise ActionArgError(f'WRITE_FILE: mode must be "overwrite" or "create_only", not {mode[:40]!r}')
@@ -302,13 +273,7 @@ class ProjectActions:
         return {"path": rel, "bytes": size, "created": not existed}, None
 
     def patch_file(self, args: dict, policy: dict):
-        a = check_args("PATCH_FILE", args, {
-            "path": (str, True, "a project-relative path"),
-            "patch": (str, False, "a string (REPLACE:\\n<content>, or a unified diff)"),
-            "edits": (list, False, "an array of {old, new} objects"),
-            "old": (str, False, "a string"),
-            "new": (str, False, "a string"),
-        })
+        a = args  # checked by runtime/promptscript/arguments.py
         given = [k for k in ("patch", "edits", "old") if k in a]
         if ("old" in a) != ("new" in a):
             raise ActionArgError("PATCH_FILE: old and new go together")
@@ -361,11 +326,7 @@ class ProjectActions:
         return sorted(out)
 
     def search(self, args: dict, policy: dict):
-        a = check_args("SEARCH", args, {
-            "query": (str, False, "a string"),
-            "globs": (list, False, "an array of strings"),
-            "maxResults": (int, False, f"an integer from 1 to {MAX_SEARCH_RESULTS}"),
-        })
+        a = args  # checked by runtime/promptscript/arguments.py
         query = a.get("query", "")
         globs = a.get("globs", [])
         limit = a.get("maxResults", DEFAULT_SEARCH_RESULTS)
@@ -416,11 +377,7 @@ class ProjectActions:
         return results, None
 
     def run_cmd(self, args: dict, policy: dict):
-        a = check_args("RUN_CMD", args, {
-            "cmd": (str, True, "a program name"),
-            "args": (list, False, "an array of strings"),
-            "timeoutMs": (int, False, f"an integer from 1 to {MAX_CMD_TIMEOUT_MS}"),
-        })
+        a = args  # checked by runtime/promptscript/arguments.py
         cmd = a["cmd"]
         argv = a.get("args", [])
         allowed = policy["allowCommands"]

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Callable
 
 from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
+from runtime.promptscript.arguments import check_action_args
 from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
 from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
 from runtime.services.toolset import printable
@@ -254,13 +255,10 @@ class PSSession:
         self.check_budgets()
         return None
 
-    def op_event(self, kind: str, line: int, data: str):
+    def op_event(self, kind: str, line: int, data: dict):
         if kind not in EVENT_KINDS:
             raise ActionError(f"unknown event kind {kind[:40]!r}")
-        try:
-            fields = json.loads(data) if data else {}
-        except ValueError:
-            raise ActionError("event data must be JSON") from None
+        fields = data
         if type(fields) is not dict:
             raise ActionError("event data must be an object")
         if kind == "end":  # the worker's final step count (the run log's `end` event reports it)
@@ -273,12 +271,9 @@ class PSSession:
         self.event(kind, line=line, **{str(k)[:40]: v for k, v in fields.items()})
         return None
 
-    def op_scope(self, change: str, policy: str, line: int):
+    def op_scope(self, change: str, policy: dict, line: int):
         if change == "enter":
-            try:
-                value = json.loads(policy)
-            except ValueError:
-                raise ActionError("policy must be JSON") from None
+            value = policy
             effective = self.policies.enter(value)
             if self.files is not None:
                 try:
@@ -299,11 +294,6 @@ class PSSession:
     def _parse_action(self, name, args) -> dict:
         if name not in ACTIONS:
             raise ActionError(f"unknown action '{str(name)[:40]}'")
-        if type(args) is str:
-            try:
-                args = json.loads(args)
-            except ValueError:
-                raise ActionError("action arguments must be JSON") from None
         if type(args) is not dict:
             raise ActionError(f"{name}: args must be an object")
         return args
@@ -333,14 +323,14 @@ class PSSession:
         handler = self.actions.get(name)
         if handler is None:
             raise ActionError(f"action {name} needs a project directory (--project DIR; run_script options project=...)")
-        return handler(values, policy)
+        return handler(check_action_args(name, values), policy)
 
     def _block_deadline(self, deadline_ms: int) -> None:
         if type(deadline_ms) is not int or deadline_ms < 0:
             raise ActionError("deadline_ms must be a non-negative integer")
         self.deadline.block_at = time.monotonic() + deadline_ms / 1000 if deadline_ms else None
 
-    def op_action(self, name: str, args: str, deadline_ms: int = 0):
+    def op_action(self, name: str, args: dict, deadline_ms: int = 0):
         self.check_budgets()
         values = self._parse_action(name, args)
         self._block_deadline(deadline_ms)
@@ -361,14 +351,14 @@ class PSSession:
         self.log_action(name, values, True, value=value)
         return {"value": value, "print": printed, "files_changed": self.files_changed}
 
-    def op_parallel(self, items: str, max: int, fail_fast: bool, deadline_ms: int = 0):
+    def op_parallel(self, items: list, max: int, fail_fast: bool, deadline_ms: int = 0):
         self._block_deadline(deadline_ms)
         try:
             return self._parallel(items, max, fail_fast)
         finally:
             self.deadline.block_at = None
 
-    def _parallel(self, items: str, max: int, fail_fast: bool):
+    def _parallel(self, batch: list, max: int, fail_fast: bool):
         """parallel(): READ_FILE / SEARCH items, run in windows of ``max`` threads, in input order.
 
         Each window's items are counted (budget, loop detector) before it starts, so with
@@ -379,10 +369,6 @@ class PSSession:
         from concurrent.futures import ThreadPoolExecutor
 
         self.check_budgets()
-        try:
-            batch = json.loads(items)
-        except ValueError:
-            raise ActionError("parallel items must be JSON") from None
         if type(batch) is not list or len(batch) > MAX_PARALLEL_ITEMS:
             raise ActionError(f"parallel() needs an array of at most {MAX_PARALLEL_ITEMS} items")
         if not 1 <= max <= MAX_PARALLEL:
@@ -448,15 +434,6 @@ class PSSession:
     # -- the phase 1 actions --
 
     def report(self, args: dict, policy: dict):
-        allowed = {"message": str, "filesChanged": list, "nextSuggestions": list, "done": bool}
-        for key, value in args.items():
-            if key not in allowed:
-                raise ActionError(f"REPORT: unknown argument '{key[:40]}' (arguments: {', '.join(allowed)})")
-            if type(value) is not allowed[key] or (allowed[key] is list and any(type(v) is not str for v in value)):
-                kind = "an array of strings" if allowed[key] is list else allowed[key].__name__.replace("str", "a string").replace("bool", "true or false")
-                raise ActionError(f"REPORT: {key} must be {kind}")
-        if "message" not in args:
-            raise ActionError("REPORT: the 'message' argument is required")
         self.reports.append(args)
         lines = [f"[ps] REPORT: {args['message']}"]
         if args.get("filesChanged"):
@@ -466,15 +443,8 @@ class PSSession:
         return None, "\n".join(lines) + "\n"
 
     def ask_user(self, args: dict, policy: dict):
-        question = args.get("question")
+        question = args["question"]
         choices = args.get("choices", [])
-        unknown = set(args) - {"question", "choices"}
-        if unknown:
-            raise ActionError(f"ASK_USER: unknown argument '{sorted(unknown)[0][:40]}' (arguments: question, choices)")
-        if type(question) is not str:
-            raise ActionError("ASK_USER: the 'question' argument (a string) is required")
-        if type(choices) is not list or any(type(c) is not str for c in choices):
-            raise ActionError("ASK_USER: choices must be an array of strings")
         try:
             tty = self.stdin is not None and os.isatty(self.stdin.fileno())
         except (AttributeError, OSError, ValueError):

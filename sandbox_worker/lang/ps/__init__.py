@@ -41,7 +41,7 @@ from wire import protocol
 from .blocks import MainBlock, PolicyScope, RetryBlock, TimeoutBlock, validate_plan
 from .classes import ps_make_class
 from .errors import ACTIONS, NullOrdering, PSError
-from .guards import dumps, guarded_getattr, guarded_getitem, guarded_iter, guarded_write
+from .guards import guarded_getattr, guarded_getitem, guarded_iter, guarded_write, to_json
 from .runtime import Runtime
 from .values import (
     length,
@@ -89,7 +89,7 @@ def restricted_globals(client: BrokerClient) -> dict:
                           f"({len(args)} given)")
         if action not in ACTIONS:
             raise PSError(f"unknown action '{action}' (actions: {', '.join(ACTIONS)})")
-        reply = rt.action_call("ps.action", name=action, args=dumps(action_args, action))
+        reply = rt.action_call("ps.action", name=action, args=to_json(action_args, action))
         if type(reply) is dict:
             changed = reply.get("files_changed")
             if type(changed) is int:
@@ -127,7 +127,7 @@ def restricted_globals(client: BrokerClient) -> dict:
             raise PSError("parallel(): max must be a whole number from 1 to 16")
         if type(fail_fast) is not bool:
             raise PSError("parallel(): fail_fast must be true or false")
-        return rt.action_call("ps.parallel", items=dumps(items, "parallel"), max=most, fail_fast=fail_fast)
+        return rt.action_call("ps.parallel", items=to_json(items, "parallel"), max=most, fail_fast=fail_fast)
 
     def ps_var(name):
         policy = rt.policy()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 
@@ -171,7 +170,7 @@ class PolicyScope:
 
     def __enter__(self):
         rt = self.runtime
-        effective = rt.call("ps.scope", change="enter", policy=json.dumps(self.policy), line=self.line)
+        effective = rt.call("ps.scope", change="enter", policy=self.policy, line=self.line)
         rt.scopes.append(effective if type(effective) is dict else {})
         return None
 
@@ -179,7 +178,7 @@ class PolicyScope:
         rt = self.runtime
         if rt.scopes:
             rt.scopes.pop()
-        rt.call("ps.scope", change="exit", policy="", line=self.line)
+        rt.call("ps.scope", change="exit", policy={}, line=self.line)
         return False
 
 

@@ -106,6 +106,11 @@ def guarded_iter(obj):
 
 def to_json(value, what: str, depth: int = 0):
     t = type(value)
+    if t is int and value.bit_length() > 14_000:  # near Python's 4300-digit text conversion limit
+        try:
+            str(value)
+        except ValueError:
+            raise PSError(f"{what}: a number of more than 4300 digits cannot be sent to an action") from None
     if value is None or t in (bool, int, str):
         return value
     if t is float:
@@ -119,10 +124,3 @@ def to_json(value, what: str, depth: int = 0):
     if t is dict:
         return {str(k): to_json(v, what, depth + 1) for k, v in value.items()}
     raise PSError(f"{what}: a {type_name(value)} cannot be sent to an action")
-
-
-def dumps(value, what: str) -> str:
-    try:
-        return json.dumps(to_json(value, what), ensure_ascii=False)
-    except ValueError:  # an integer of more than 4300 digits
-        raise PSError(f"{what}: a number of more than 4300 digits cannot be sent to an action") from None

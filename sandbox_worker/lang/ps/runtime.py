@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import signal
 import time
@@ -142,7 +141,7 @@ class Runtime:
     def budget_spent(self, message: str):
         """The run's log gets its `budget` event (the broker marks the budget spent), then stop."""
         try:
-            self.call("ps.event", kind="budget", line=0, data=json.dumps({"message": message}))
+            self.call("ps.event", kind="budget", line=0, data={"message": message})
         except ScriptFailure:
             pass
         raise BudgetExceeded(message)
@@ -188,4 +187,4 @@ class Runtime:
         self.plan_check(n)
 
     def event(self, kind: str, line: int, **data) -> None:
-        self.call("ps.event", kind=kind, line=line, data=json.dumps(data))
+        self.call("ps.event", kind=kind, line=line, data=data)

@@ -111,10 +111,16 @@ def test_write_content_larger_than_a_wire_string(project):
     assert (project / "big.txt").stat().st_size == len(big)
     # ... while every other string argument keeps the 64 KiB cap
     with pytest.raises(RequestDenied, match="at most 65536 characters"):
-        validate_call({"op": "ps.scope", "a": {"change": "enter", "policy": "x" * (MAX_STRING_CHARS + 1), "line": 1}},
+        validate_call({"op": "ps.scope", "a": {"change": "x" * (MAX_STRING_CHARS + 1), "policy": {}, "line": 1}},
                       protocol.PS_OPS)
-    with pytest.raises(RequestDenied, match="must be a string of JSON text"):
-        validate_call({"op": "ps.action", "a": {"name": "READ_FILE", "args": {}, "deadline_ms": 0}}, protocol.PS_OPS)
+    # policies and action arguments travel as objects, never as text to be parsed again
+    with pytest.raises(RequestDenied, match="'policy' must be an object"):
+        validate_call({"op": "ps.scope", "a": {"change": "enter", "policy": "{}", "line": 1}}, protocol.PS_OPS)
+    with pytest.raises(RequestDenied, match="'args' must be an object"):
+        validate_call({"op": "ps.action", "a": {"name": "READ_FILE", "args": "{}", "deadline_ms": 0}}, protocol.PS_OPS)
+    with pytest.raises(RequestDenied, match="'items' must be a list of objects"):
+        validate_call({"op": "ps.parallel", "a": {"items": ["{}"], "max": 1, "fail_fast": True, "deadline_ms": 0}},
+                      protocol.PS_OPS)
 
 
 def test_run_log_directory_is_not_writable(project):

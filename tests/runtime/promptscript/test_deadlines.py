@@ -100,7 +100,7 @@ def test_ask_user_waits_only_until_the_timeout_blocks_deadline(monkeypatch):
         session.op_start()
         started = time.monotonic()
         with pytest.raises(BlockDeadline, match="no answer to ASK_USER in time") as caught:
-            session.op_action("ASK_USER", json.dumps({"question": "Go on?"}), deadline_ms=100)
+            session.op_action("ASK_USER", {"question": "Go on?"}, deadline_ms=100)
         assert caught.value.kind == "TimeoutError"  # the worker turns it into the block's timeout
         assert 0.09 < time.monotonic() - started < 1
         # --max-time, when it comes first, is the budget's error instead
@@ -108,7 +108,7 @@ def test_ask_user_waits_only_until_the_timeout_blocks_deadline(monkeypatch):
         session.op_start()
         with pytest.raises(LimitError, match=r"budget exceeded: --max-time 100 ms \(the script ran for \d+ ms; "
                                              r"no answer to ASK_USER in time\)"):
-            session.op_action("ASK_USER", json.dumps({"question": "Go on?"}), deadline_ms=5000)
+            session.op_action("ASK_USER", {"question": "Go on?"}, deadline_ms=5000)
     finally:
         os.close(write_end)
         stdin.close()
@@ -118,11 +118,11 @@ def test_max_time_counts_from_the_script_start_not_the_worker_start():
     session = PSSession(PSOptions(max_time_ms=50))
     time.sleep(0.1)  # the worker starting up
     session.op_start()
-    assert session.op_action("REPORT", json.dumps({"message": "first"}))["print"] == "[ps] REPORT: first\n"
+    assert session.op_action("REPORT", {"message": "first"})["print"] == "[ps] REPORT: first\n"
     time.sleep(0.06)
     session.op_start()  # a second ps.start (a hostile worker) does not restart the clock
     with pytest.raises(LimitError, match="budget exceeded: --max-time 50 ms"):
-        session.op_action("REPORT", json.dumps({"message": "late"}))
+        session.op_action("REPORT", {"message": "late"})
 
 
 def test_max_time_is_the_scripts_running_time_end_to_end(tmp_path):
@@ -188,7 +188,7 @@ def test_script_errors_are_not_mistaken_for_deadlines():
     session = PSSession(PSOptions())
     session.op_start()
     with pytest.raises(ScriptError) as caught:
-        session.op_action("REPORT", json.dumps({}), deadline_ms=10_000)
+        session.op_action("REPORT", {}, deadline_ms=10_000)
     assert caught.value.kind == "RuntimeError"
     with pytest.raises(ScriptError, match="deadline_ms must be a non-negative integer"):
-        session.op_action("REPORT", json.dumps({"message": "m"}), deadline_ms=-1)
+        session.op_action("REPORT", {"message": "m"}, deadline_ms=-1)

@@ -140,7 +140,7 @@ apply(p)
     ('{ action: "REPORT", args: {}, done: true, reason: 1 }', "plan.reason must be a string"),
     ('{ action: "REPORT", args: {}, done: true, extra: 1 }', "plan has an unknown field 'extra'"),
     ('{ action: "FLY", args: {}, done: true }', "unknown action 'FLY'"),
-    ('{ action: "REPORT", args: {}, done: true }', "REPORT: the 'message' argument is required"),
+    ('{ action: "REPORT", args: {}, done: true }', "REPORT: the 'message' argument (a string) is required"),
     ('{ action: "REPORT", args: { message: 1 }, done: true }', "REPORT: message must be a string"),
 ])
 def test_bad_plans_fail_clearly(plan, message):
@@ -152,7 +152,7 @@ def test_file_actions_without_a_project_say_what_they_need():
     for action in ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD"):
         session = PSSession(PSOptions())
         with pytest.raises(ScriptError, match=f"action {action} needs a project directory"):
-            session.op_action(action, "{}")
+            session.op_action(action, {})
 
 
 def test_ask_user_without_a_terminal_fails_at_once():
@@ -167,7 +167,7 @@ def test_ask_user_reads_a_terminal_answer(monkeypatch):
     session = PSSession(PSOptions(), stdin=io.StringIO("2\n"), stderr=io.StringIO())
     monkeypatch.setattr(os, "isatty", lambda fd: True)
     session.stdin.fileno = lambda: 0
-    reply = session.op_action("ASK_USER", json.dumps({"question": "Which?", "choices": ["React", "Vue"]}))
+    reply = session.op_action("ASK_USER", {"question": "Which?", "choices": ["React", "Vue"]})
     assert reply["value"] == "Vue"
     assert "Which?" in session.stderr.getvalue() and "2. Vue" in session.stderr.getvalue()
 
@@ -218,7 +218,7 @@ def test_halt_on_loop_stops_the_same_action_repeating():
 def test_verbose_traces_each_action():
     err = io.StringIO()
     session = PSSession(PSOptions(verbose=True), stderr=err)
-    session.op_action("REPORT", '{"message": "x"}')
+    session.op_action("REPORT", {"message": "x"})
     assert err.getvalue().startswith('[ps] action #1 REPORT {"message": "x"} -> ok')
 
 
@@ -300,15 +300,15 @@ def test_budgets_the_worker_enforces_are_logged_as_budget(tmp_path, source, opti
 def test_broker_refuses_bad_worker_requests():
     session = PSSession(PSOptions())
     with pytest.raises(ScriptError):
-        session.op_scope("exit", "", 1)
+        session.op_scope("exit", {}, 1)
     with pytest.raises(ScriptError):
-        session.op_scope("widen", "{}", 1)
+        session.op_scope("widen", {}, 1)
     with pytest.raises(ScriptError):
         session.op_action("REPORT", "not json")
     with pytest.raises(ScriptError):
-        session.op_event("made_up", 1, "{}")
+        session.op_event("made_up", 1, {})
     with pytest.raises(ScriptError):
-        session.op_action("FORMAT_DISK", "{}")
+        session.op_action("FORMAT_DISK", {})
 
 
 def test_halt_on_loop_catches_a_short_repeating_cycle():

@@ -47,7 +47,7 @@ class FakeBroker:
             return {"max_steps": 0, "max_time_ms": self.max_time_ms, "policy": BASE_POLICY, "files_changed": 0}
         if op == "ps.scope":
             self.depth += 1 if args["change"] == "enter" else -1
-            return dict(BASE_POLICY, **json.loads(args["policy"])) if args["change"] == "enter" else BASE_POLICY
+            return dict(BASE_POLICY, **args["policy"]) if args["change"] == "enter" else BASE_POLICY
         if op == "ps.event":
             self.events.append(args["kind"])
             return None
