@@ -82,10 +82,21 @@ def run_script(
     jailed extractor process of `pdf_memory_mb` (default 768 MiB), at most `max_pdf_pages` pages
     each (default 10,000).
     """
-    import transpiler
-    from runtime.compile import compile_script
-
     wall_started = time.monotonic()
+    emitted = _compile(source, filename, lang, wall_started)
+    if isinstance(emitted, RunResult):
+        return emitted
+    transpiled = time.monotonic()
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
+                    max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
+                    pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
+    deadline = time.monotonic() + timeout
+    mount_table = [(m.mount_point, Path(m.host_path), m.writable) for m in mounts]
+    if root is not None:
+        mount_table.insert(0, ("/", Path(root), False))
+    # `sandbox` (a runtime.fs.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
+    # answers approvals (reads from read_approval mounts; the file toolset's writes).
+    service, store = _files_service(sandbox if sandbox is not None else mount_table, approve, limits, deadline, isolation)
     chunks: list[str] = []
 
     def collect(text: str) -> None:
@@ -93,8 +104,38 @@ def run_script(
         if on_output is not None:
             on_output(text)
 
+    # `options`: language options (PromptScript: runtime.promptscript.session.PSOptions fields).
     try:
-        emitted = compile_script(source, filename=filename, lang=lang)
+        handlers = LANGUAGE_HANDLERS[lang](service, isolation=isolation, **(options or {}))
+    except RunSetupError as exc:
+        store.close()
+        return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
+                         figures={"transpile_s": transpiled - wall_started})
+    try:
+        outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
+                             lang=lang, isolation=isolation)
+    finally:
+        store.close()
+    figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
+    figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
+    figures["wall_s"] = time.monotonic() - wall_started
+    figures["broker_peak_rss_kib"] = peak_rss_kib()
+    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures, layers=outcome.layers)
+    if outcome.status != "ok":
+        _locate_failure(result, outcome, emitted, source)
+    finish = getattr(handlers, "finish", None)  # a language's end-of-run hook (run log)
+    if finish:
+        finish(result)
+    return result
+
+
+def _compile(source: str, filename: str, lang: str, started: float):
+    """The emitted module, or the RunResult of a script that does not compile."""
+    import transpiler
+    from runtime.compile import compile_script
+
+    try:
+        return compile_script(source, filename=filename, lang=lang)
     except transpiler.DSLError as exc:
         return RunResult(
             exit_code=EXIT_SCRIPT_ERROR,
@@ -103,46 +144,23 @@ def run_script(
             error_kind=exc.kind,
             error_line=exc.line,
             error_column=exc.col,
-            figures={"transpile_s": time.monotonic() - wall_started},
+            figures={"transpile_s": time.monotonic() - started},
         )
-    transpiled = time.monotonic()
 
-    mount_table = [(m.mount_point, Path(m.host_path), m.writable) for m in mounts]
-    if root is not None:
-        mount_table.insert(0, ("/", Path(root), False))
-    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
-                    max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
-                    pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
-    deadline = time.monotonic() + timeout
-    # `sandbox` (a runtime.fs.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
-    # answers approvals (reads from read_approval mounts; the file toolset's writes).
-    vfs = VirtualFS(sandbox if sandbox is not None else mount_table, approve=approve)
+
+def _files_service(mounts, approve, limits: Limits, deadline: float, isolation: str):
+    """The FilesService a run's handlers use, and the document store to close after it."""
     store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
                           extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
                                                  max_pages=limits.max_pdf_pages, isolation=isolation))
-    service = FilesService(vfs, store, deadline=deadline, max_reply_bytes=limits.max_reply_bytes)
-    # `options`: language options (PromptScript: runtime.promptscript.session.PSOptions fields).
-    try:
-        handlers = LANGUAGE_HANDLERS[lang](service, isolation=isolation, **(options or {}))
-    except RunSetupError as exc:
-        return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
-                         figures={"transpile_s": transpiled - wall_started})
-    try:
-        outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
-                             lang=lang, isolation=isolation)
-    finally:
-        store.close()
+    service = FilesService(VirtualFS(mounts, approve=approve), store, deadline=deadline,
+                           max_reply_bytes=limits.max_reply_bytes)
+    return service, store
 
-    figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
-    figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
-    figures["wall_s"] = time.monotonic() - wall_started
-    figures["broker_peak_rss_kib"] = peak_rss_kib()
-    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures, layers=outcome.layers)
-    finish = getattr(handlers, "finish", None)  # a language's end-of-run hook (run log)
-    if outcome.status == "ok":
-        if finish:
-            finish(result)
-        return result
+
+def _locate_failure(result: RunResult, outcome, emitted, source: str) -> None:
+    """A failed run's exit code and its error, located in the DSL through the source map."""
+    import transpiler
 
     error = outcome.error or {"kind": "InternalError", "msg": "the run failed"}
     line = column = None
@@ -154,9 +172,6 @@ def run_script(
     result.error_kind = error["kind"]
     result.error_line, result.error_column = line, column
     result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
-    if finish:
-        finish(result)
-    return result
 
 
 def file_handlers(service: FilesService, isolation: str = "best") -> dict:

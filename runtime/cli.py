@@ -165,21 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_run(args) -> int:
-    script = Path(args.script)
+def read_script(name: str) -> tuple[Path, str]:
+    """A script's path and text; an unreadable one is a usage error naming why."""
+    script = Path(name)
     try:
-        source = script.read_bytes().decode("utf-8")
+        return script, script.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise UsageError(f"no such script: {args.script}") from None
+        raise UsageError(f"no such script: {name}") from None
     except IsADirectoryError:
-        raise UsageError(f"{args.script} is a directory, not a script") from None
+        raise UsageError(f"{name} is a directory, not a script") from None
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{args.script} is not UTF-8 text (byte {exc.start})") from None
+        raise UsageError(f"{name} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {args.script}: {exc.strerror}") from None
-    lang = args.lang or getattr(language_for(script.name), "name", None)
-    if lang is None:
-        raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
+        raise UsageError(f"cannot read {name}: {exc.strerror}") from None
+
+
+def check_run_limits(args) -> None:
     if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
         raise UsageError("--memory must be positive, --max-output not negative")
     if not MIN_MAX_REPLY_BYTES <= args.max_reply_bytes <= MAX_REPLY_VALUE_BYTES:
@@ -188,46 +189,59 @@ def command_run(args) -> int:
         raise UsageError("--broker-memory must be a positive number of MiB, --pdf-memory at least 128")
     if args.max_pdf_pages <= 0:
         raise UsageError("--max-pdf-pages must be positive")
-    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
-    options = None
-    run_log = None
+
+
+def promptscript_options(args) -> tuple[dict, object, float]:
+    """A .ps run's options, its opened run log and its wall-clock limit, from the command line."""
+    for dest, value in PS_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
+    if args.mount or args.config:
+        raise UsageError("--mount and --config do not apply to PromptScript yet: its file actions see one "
+                         "project directory (--project DIR or --root DIR)")
+    if args.root is not None and args.project is not None and Path(args.root).resolve() != Path(args.project).resolve():
+        raise UsageError(f"--root {args.root} and --project {args.project} name different directories: "
+                         "for a .ps script both mean the project")
+    args.project = args.root = args.project or args.root or "."
+    if min(args.max_steps, args.max_time, args.max_tool_calls) < 0:
+        raise UsageError("--max-steps, --max-time and --max-tool-calls cannot be negative")
+    if args.max_files_changed is not None and args.max_files_changed < 0:
+        raise UsageError("--max-files-changed cannot be negative")
+    timeout = args.timeout
+    if timeout is None:
+        # The wall clock backs --max-time up: its budget plus a margin (start-up, clean-up);
+        # --max-time 0 asks for no time limit, so none unless --timeout is given.
+        timeout = args.max_time / 1000 + PS_TIMEOUT_MARGIN_S if args.max_time else math.inf
+    project = Path(args.project)
+    if not project.is_dir():
+        raise UsageError(f"--project {args.project}: not a directory")
+    from runtime.promptscript.runlog import RunLog, RunLogError
+
+    try:
+        run_log = RunLog(project, args.max_log_bytes)
+    except RunLogError as exc:
+        raise UsageError(str(exc)) from None
+    options = {"project": project, "max_steps": args.max_steps, "max_time_ms": args.max_time,
+               "max_tool_calls": args.max_tool_calls, "halt_on_loop": args.halt_on_loop,
+               "verbose": args.verbose, "allow_commands": tuple(args.allow_command),
+               "max_files_changed": args.max_files_changed, "run_log": run_log,
+               "max_log_bytes": args.max_log_bytes}
+    return options, run_log, timeout
+
+
+def command_run(args) -> int:
+    script, source = read_script(args.script)
+    lang = args.lang or getattr(language_for(script.name), "name", None)
+    if lang is None:
+        raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
+    check_run_limits(args)
     ps_given = [flag for flag, dest in PS_ONLY_OPTIONS if getattr(args, dest) is not None]
     if lang != "ps" and ps_given:
         raise UsageError(f"{', '.join(ps_given)}: only for PromptScript (.ps) scripts")
+    options, run_log = None, None
+    timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     if lang == "ps":
-        for dest, value in PS_DEFAULTS.items():
-            if getattr(args, dest) is None:
-                setattr(args, dest, value)
-        if args.mount or args.config:
-            raise UsageError("--mount and --config do not apply to PromptScript yet: its file actions see one "
-                             "project directory (--project DIR or --root DIR)")
-        if args.root is not None and args.project is not None and Path(args.root).resolve() != Path(args.project).resolve():
-            raise UsageError(f"--root {args.root} and --project {args.project} name different directories: "
-                             "for a .ps script both mean the project")
-        args.project = args.root = args.project or args.root or "."
-        if min(args.max_steps, args.max_time, args.max_tool_calls) < 0:
-            raise UsageError("--max-steps, --max-time and --max-tool-calls cannot be negative")
-        if args.max_files_changed is not None and args.max_files_changed < 0:
-            raise UsageError("--max-files-changed cannot be negative")
-        if args.timeout is None:
-            # The wall clock backs --max-time up: its budget plus a margin (start-up, clean-up);
-            # --max-time 0 asks for no time limit, so none unless --timeout is given.
-            timeout = args.max_time / 1000 + PS_TIMEOUT_MARGIN_S if args.max_time else math.inf
-        project = Path(args.project or ".")
-        if not project.is_dir():
-            raise UsageError(f"--project {args.project}: not a directory")
-        from runtime.promptscript.runlog import RunLog, RunLogError
-
-        try:
-            run_log = RunLog(project, args.max_log_bytes)
-        except RunLogError as exc:
-            raise UsageError(str(exc)) from None
-        options = {"project": project, "max_steps": args.max_steps, "max_time_ms": args.max_time,
-                   "max_tool_calls": args.max_tool_calls, "halt_on_loop": args.halt_on_loop,
-                   "verbose": args.verbose, "allow_commands": tuple(args.allow_command),
-                   "max_files_changed": args.max_files_changed, "run_log": run_log,
-                   "max_log_bytes": args.max_log_bytes}
-
+        options, run_log, timeout = promptscript_options(args)
     sandbox = build_sandbox(args)  # .ps: the project, read-only, for the FilesDSL half of the run
     from runtime.services.toolset import terminal_safe
 
@@ -237,22 +251,10 @@ def command_run(args) -> int:
         sys.stdout.write(terminal_safe(text) if on_terminal else text)
 
     result = run_script(
-        source,
-        root=None,
-        sandbox=sandbox,
-        approve=approver(args),
-        lang=lang,
-        filename=str(script),
-        timeout=timeout,
-        memory_mb=args.memory,
-        max_output=args.max_output,
-        max_reply_bytes=args.max_reply_bytes,
-        broker_memory_mb=args.broker_memory,
-        pdf_memory_mb=args.pdf_memory,
-        max_pdf_pages=args.max_pdf_pages,
-        on_output=emit,
-        isolation=args.isolation,
-        options=options,
+        source, root=None, sandbox=sandbox, approve=approver(args), lang=lang, filename=str(script),
+        timeout=timeout, memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
+        broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages,
+        on_output=emit, isolation=args.isolation, options=options,
     )
     sys.stdout.flush()
     if run_log is not None and result.error_kind == "SyntaxError":
@@ -260,16 +262,21 @@ def command_run(args) -> int:
         from runtime.promptscript.session import PSOptions
 
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
+    report_run(result, args.verbose)
+    return result.exit_code
+
+
+def report_run(result, verbose: bool) -> None:
+    """The run's error, and with --verbose its layers and figures, on stderr."""
     if result.error:
         print(result.error, file=sys.stderr)
-    if args.verbose:
+    if verbose:
         layers = result.layers or {}
         shown_layers = ", ".join(f"{name}={status}" for name, status in layers.items()) or "not reported"
         print(f"[fdsl] layers: {shown_layers}", file=sys.stderr)
         for name, value in result.figures.items():
             shown = f"{value * 1000:.1f} ms" if name.endswith("_s") and value is not None else value
             print(f"[fdsl] {name}: {shown}", file=sys.stderr)
-    return result.exit_code
 
 
 def command_doctor(args) -> int:
@@ -303,17 +310,7 @@ def command_audit(args) -> int:
     from runtime.audit import audit, describe_layers
     from wire.layers import LAYERS
 
-    script = Path(args.script)
-    try:
-        source = script.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such script: {args.script}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{args.script} is a directory, not a script") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{args.script} is not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {args.script}: {exc.strerror}") from None
+    script, source = read_script(args.script)
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root {args.root}: not a directory")
     if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()

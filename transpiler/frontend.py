@@ -133,57 +133,75 @@ def prescan(source: str, lexicon: Lexicon, limits: Limits = DEFAULT_LIMITS) -> s
     if source.startswith("\ufeff"):
         source = source[1:]
     text = source.replace("\r\n", "\n")
-    brackets: list[tuple[str, int, int]] = []
-    indents = _Indents(limits.max_blocks)
-    closers = set(lexicon.brackets.values())
-    raw_open: tuple[int, int] | None = None  # where an unfinished raw string started
+    scan = _Scan(lexicon, limits)
     for lineno, line in enumerate(text.split("\n"), 1):
+        scan.line(line, lineno)
+    scan.finish()
+    return text if text.endswith("\n") else text + "\n"
+
+
+class _Scan:
+    """The pre-scan's state across lines: open brackets, indentation, an unfinished raw string."""
+
+    def __init__(self, lexicon: Lexicon, limits: Limits) -> None:
+        self.lexicon, self.limits = lexicon, limits
+        self.brackets: list[tuple[str, int, int]] = []
+        self.indents = _Indents(limits.max_blocks)
+        self.closers = set(lexicon.brackets.values())
+        self.raw_open: tuple[int, int] | None = None  # where an unfinished raw string started
+
+    def line(self, line: str, lineno: int) -> None:
         pos = 0
-        if raw_open is not None:
-            end = line.find(lexicon.raw_quote)
+        if self.raw_open is not None:
+            end = line.find(self.lexicon.raw_quote)
             _check_text(line if end < 0 else line[:end], lineno, 1)
             if end < 0:
-                continue
-            raw_open, pos = None, end + 1
-        elif not brackets:
-            indents.line(line, lineno)
-        while m := lexicon.interesting.search(line, pos):
-            ch, i = m.group(), m.start()
-            if ch == "#":
-                _check_text(line[i + 1:], lineno, i + 2)
-                break
-            if ch in lexicon.quotes:
-                j = _string_end(line, ch, i)
-                if j < 0:
-                    raise DSLError("unterminated string", lineno, i + 1)
-                _check_text(line[i + 1:j], lineno, i + 2)
-                pos = j + 1
-                continue
-            if ch == lexicon.raw_quote:
-                j = line.find(ch, i + 1)
-                _check_text(line[i + 1:] if j < 0 else line[i + 1:j], lineno, i + 2)
-                if j < 0:
-                    raw_open = (lineno, i + 1)
-                    break
-                pos = j + 1
-                continue
-            if ch in lexicon.brackets:
-                brackets.append((ch, lineno, i + 1))
-                if len(brackets) > limits.max_nesting:
-                    raise DSLError(f"nesting too deep (limit {limits.max_nesting})", lineno, i + 1)
-            elif ch in closers:
-                if not brackets or lexicon.brackets[brackets[-1][0]] != ch:
-                    raise DSLError(f"unexpected '{ch}'", lineno, i + 1)
-                brackets.pop()
-            else:
-                raise char_error(ch, lineno, i + 1)
-            pos = i + 1
-    if raw_open is not None:
-        raise DSLError(f"unterminated {lexicon.raw_name} string", *raw_open)
-    if brackets:
-        ch, line_, col = brackets[-1]
-        raise DSLError(f"'{ch}' was never closed", line_, col)
-    return text if text.endswith("\n") else text + "\n"
+                return
+            self.raw_open, pos = None, end + 1
+        elif not self.brackets:
+            self.indents.line(line, lineno)
+        while m := self.lexicon.interesting.search(line, pos):
+            pos = self.token(line, lineno, m.group(), m.start())
+            if pos < 0:
+                return
+
+    def token(self, line: str, lineno: int, ch: str, i: int) -> int:
+        """Check what starts at ``line[i]``; the position to go on from, or -1 for the line's end."""
+        lexicon = self.lexicon
+        if ch == "#":
+            _check_text(line[i + 1:], lineno, i + 2)
+            return -1
+        if ch in lexicon.quotes:
+            j = _string_end(line, ch, i)
+            if j < 0:
+                raise DSLError("unterminated string", lineno, i + 1)
+            _check_text(line[i + 1:j], lineno, i + 2)
+            return j + 1
+        if ch == lexicon.raw_quote:
+            j = line.find(ch, i + 1)
+            _check_text(line[i + 1:] if j < 0 else line[i + 1:j], lineno, i + 2)
+            if j < 0:
+                self.raw_open = (lineno, i + 1)
+                return -1
+            return j + 1
+        if ch in lexicon.brackets:
+            self.brackets.append((ch, lineno, i + 1))
+            if len(self.brackets) > self.limits.max_nesting:
+                raise DSLError(f"nesting too deep (limit {self.limits.max_nesting})", lineno, i + 1)
+        elif ch in self.closers:
+            if not self.brackets or lexicon.brackets[self.brackets[-1][0]] != ch:
+                raise DSLError(f"unexpected '{ch}'", lineno, i + 1)
+            self.brackets.pop()
+        else:
+            raise char_error(ch, lineno, i + 1)
+        return i + 1
+
+    def finish(self) -> None:
+        if self.raw_open is not None:
+            raise DSLError(f"unterminated {self.lexicon.raw_name} string", *self.raw_open)
+        if self.brackets:
+            ch, line, col = self.brackets[-1]
+            raise DSLError(f"'{ch}' was never closed", line, col)
 
 
 # ---- step 2: lark ----------------------------------------------------------------------------

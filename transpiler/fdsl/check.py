@@ -33,6 +33,38 @@ def _assigned_names(module: ast.Module) -> set[str]:
     return names
 
 
+def _expr_errors(expr: ast.Node, assigned: set[str], reported_undefined: set[str], err) -> None:
+    callees: set[int] = set()  # a called name is reported as "unknown function" only
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Attr):
+            if node.name not in KNOWN_ATTRIBUTES:
+                err(f"unknown attribute '{node.name}'", node.name_line, node.name_col)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                callees.add(id(func))
+                if func.id not in BUILTINS:
+                    err(f"unknown function '{func.id}'", func.line, func.col)
+            elif not isinstance(func, ast.Attr):
+                err("only built-in functions and methods can be called", func.line, func.col)
+        elif isinstance(node, ast.Name) and id(node) not in callees:
+            if node.id not in BUILTINS and node.id not in assigned and node.id not in reported_undefined:
+                reported_undefined.add(node.id)
+                err(f"undefined name '{node.id}'", node.line, node.col)
+
+
+def _children(stmt, loops: int) -> list[tuple[object, int]]:
+    """The statements inside ``stmt``, in source order, with the loop depth they sit in."""
+    if isinstance(stmt, ast.For):
+        return [(s, loops + 1) for s in stmt.body]
+    if isinstance(stmt, ast.If):
+        children = [(s, loops) for s in stmt.body]
+        for clause in stmt.elifs:
+            children += [(s, loops) for s in clause.body]
+        return children + [(s, loops) for s in stmt.orelse]
+    return []
+
+
 def errors(module: ast.Module) -> list[DSLError]:
     assigned = _assigned_names(module)
     found: list[DSLError] = []
@@ -70,36 +102,9 @@ def errors(module: ast.Module) -> list[DSLError]:
             err(f"unsupported statement {type(stmt).__name__}", stmt.line, stmt.col)
 
         for expr in exprs:
-            callees: set[int] = set()  # a called name is reported as "unknown function" only
-            for node in ast.walk(expr):
-                if isinstance(node, ast.Attr):
-                    if node.name not in KNOWN_ATTRIBUTES:
-                        err(f"unknown attribute '{node.name}'", node.name_line, node.name_col)
-                elif isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Name):
-                        callees.add(id(func))
-                        if func.id not in BUILTINS:
-                            err(f"unknown function '{func.id}'", func.line, func.col)
-                    elif not isinstance(func, ast.Attr):
-                        err("only built-in functions and methods can be called",
-                            func.line, func.col)
-                elif isinstance(node, ast.Name) and id(node) not in callees:
-                    if (node.id not in BUILTINS and node.id not in assigned
-                            and node.id not in reported_undefined):
-                        reported_undefined.add(node.id)
-                        err(f"undefined name '{node.id}'", node.line, node.col)
+            _expr_errors(expr, assigned, reported_undefined, err)
 
-        # Children statements, in source order.
-        children: list[tuple[object, int]] = []
-        if isinstance(stmt, ast.For):
-            children = [(s, loops + 1) for s in stmt.body]
-        elif isinstance(stmt, ast.If):
-            children = [(s, loops) for s in stmt.body]
-            for clause in stmt.elifs:
-                children += [(s, loops) for s in clause.body]
-            children += [(s, loops) for s in stmt.orelse]
-        stack.extend(reversed(children))
+        stack.extend(reversed(_children(stmt, loops)))
 
     found.sort(key=lambda e: (e.line or 0, e.col or 0))
     return found

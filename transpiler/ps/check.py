@@ -84,7 +84,11 @@ class _Checker:
                 self.err(f"'{word}' outside a loop", s.line, s.col)
         elif isinstance(s, A.Pass):
             pass
-        elif isinstance(s, A.FunctionDef):
+        else:
+            self.compound(s, loop, func)
+
+    def compound(self, s: A.Node, loop: bool, func: bool) -> None:
+        if isinstance(s, A.FunctionDef):
             self._check_binding(s.name, s)
             self._params(s)
             self.stmts(s.body, False, True)

@@ -16,6 +16,7 @@ from transpiler import DSLError, compile_script, parse
 from transpiler.ps.ast import dump
 from transpiler.ps.printer import render
 
+pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 SETTINGS = settings(max_examples=int(os.environ.get("FDSL_FUZZ_EXAMPLES", "200")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -19,6 +19,7 @@ from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker.client import ScriptFailure
 from sandbox_worker.lang import ps
+from sandbox_worker.lang.ps.errors import ACTIONS
 from tests.support.ps import run_ps
 from transpiler import compile_script
 
@@ -30,7 +31,7 @@ retry 3:
     with policy { allowActions: [] }:
       pass
 """
-BASE_POLICY = {"allowActions": list(ps.ACTIONS), "allowCommands": [], "maxFileBytes": 500000,
+BASE_POLICY = {"allowActions": list(ACTIONS), "allowCommands": [], "maxFileBytes": 500000,
                "maxFilesChanged": None, "allowRead": ["."], "allowWrite": ["."]}
 
 

@@ -1,0 +1,117 @@
+"""PromptScript's built-ins that talk to the broker or read its state: log, apply,
+parallel, the runtime variables and guard. One ``ScriptBuiltins`` per run, bound to its Runtime."""
+
+from __future__ import annotations
+
+import re
+
+from wire import protocol
+
+from .blocks import validate_plan
+from .errors import ACTIONS, NullOrdering, PSError
+from .guards import to_json
+from .runtime import Runtime
+from .values import render, type_name
+
+PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS
+PARALLEL_OPTIONS = ("max", "fail_fast")
+
+
+class ScriptBuiltins:
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    def log(self, *values):
+        self.rt.output("[ps] " + " ".join(render(v) for v in values) + "\n")
+
+    def apply(self, *args):
+        action, action_args = self._plan(args)
+        if action not in ACTIONS:
+            raise PSError(f"unknown action '{action}' (actions: {', '.join(ACTIONS)})")
+        reply = self.rt.action_call("ps.action", name=action, args=to_json(action_args, action))
+        if type(reply) is not dict:
+            return None
+        changed = reply.get("files_changed")
+        if type(changed) is int:
+            self.rt.files_changed = changed
+        text = reply.get("print")
+        if type(text) is str and text:
+            self.rt.output(text)
+        return reply.get("value")
+
+    @staticmethod
+    def _plan(args) -> tuple:
+        """apply(plan) or apply(action, args) -> (action, args)."""
+        if len(args) == 1:
+            return validate_plan(args[0])
+        if len(args) != 2:
+            raise PSError(f"apply() takes a plan, or an action name and its args: 1 or 2 arguments "
+                          f"({len(args)} given)")
+        action, action_args = args
+        if type(action) is not str:
+            raise PSError(f"apply() needs an action name, not {type_name(action)}")
+        if type(action_args) is not dict:
+            raise PSError(f"apply({action!r}, args): args must be an object, not {type_name(action_args)}")
+        return action, action_args
+
+    def parallel(self, *args):
+        if not 1 <= len(args) <= 2:
+            raise PSError(f"parallel() takes an array of items and an optional options object "
+                          f"({len(args)} arguments given)")
+        items = args[0]
+        self._check_items(items)
+        most, fail_fast = self._options(args[1] if len(args) == 2 else None)
+        return self.rt.action_call("ps.parallel", items=to_json(items, "parallel"), max=most, fail_fast=fail_fast)
+
+    @staticmethod
+    def _check_items(items) -> None:
+        if type(items) is not list:
+            raise PSError(f"parallel() needs an array of {{action, args}} items, not {type_name(items)}")
+        for i, item in enumerate(items, 1):
+            if type(item) is not dict or set(item) != {"action", "args"}:
+                raise PSError(f"parallel item {i} must be an object {{action, args}}")
+            if item["action"] not in PARALLEL_ACTIONS:
+                raise PSError(f"parallel item {i}: parallel() runs only the read-only actions "
+                              f"{', '.join(PARALLEL_ACTIONS)}, not {render(item['action'], top=False)}")
+            if type(item["args"]) is not dict:
+                raise PSError(f"parallel item {i}: args must be an object, not {type_name(item['args'])}")
+
+    @staticmethod
+    def _options(opts) -> tuple[int, bool]:
+        opts = {} if opts is None else opts
+        if type(opts) is not dict:
+            raise PSError(f"parallel() options must be an object {{max, fail_fast}}, not {type_name(opts)}")
+        unknown = [k for k in opts if k not in PARALLEL_OPTIONS]
+        if unknown:
+            raise PSError(f"parallel(): unknown option '{unknown[0]}' (options: max, fail_fast)")
+        most = opts.get("max", 4)
+        fail_fast = opts.get("fail_fast", True)
+        if type(most) is not int or not 1 <= most <= 16:
+            raise PSError("parallel(): max must be a whole number from 1 to 16")
+        if type(fail_fast) is not bool:
+            raise PSError("parallel(): fail_fast must be true or false")
+        return most, fail_fast
+
+    def ps_var(self, name):
+        policy = self.rt.policy()
+        if name == "allowed_actions":
+            return list(policy.get("allowActions", ACTIONS))
+        if name == "allowed_commands":
+            return list(policy.get("allowCommands", ()))
+        if name == "files_changed":
+            return self.rt.files_changed
+        if name == "max_files_changed":
+            return policy.get("maxFilesChanged")
+        raise PSError(f"unknown runtime variable '{name}'")
+
+    def guard(self, test, text: str, line: int) -> None:
+        try:
+            value = test()
+        except NullOrdering as exc:
+            detail = exc.detail
+            if re.search(r"\bmax_files_changed\b", text) and self.rt.policy().get("maxFilesChanged") is None:
+                detail = ("max_files_changed is null: no limit on changed files is set "
+                          "(--max-files-changed N, or a policy maxFilesChanged)")
+            raise PSError(f"guard failed: {text} (line {line}; {detail})") from None
+        if not value:
+            raise PSError(f"guard failed: {text} (line {line})")
