@@ -87,7 +87,7 @@ def build_sandbox(args):
 
 
 def approver(args):
-    from runtime.services.toolset import TerminalApprover
+    from runtime.terminal import TerminalApprover
 
     return TerminalApprover(assume_yes=args.yes)
 
@@ -243,7 +243,7 @@ def command_run(args) -> int:
     if lang == "ps":
         options, run_log, timeout = promptscript_options(args)
     sandbox = build_sandbox(args)  # .ps: the project, read-only, for the FilesDSL half of the run
-    from runtime.services.toolset import terminal_safe
+    from runtime.terminal import terminal_safe
 
     on_terminal = sys.stdout.isatty()
 

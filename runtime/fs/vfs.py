@@ -39,8 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from runtime.errors import ApprovalDeniedError, PathNotInSandboxError, SandboxError, ScriptError
+from runtime.errors import PathNotInSandboxError, SandboxError, ScriptError
 from runtime.fs import paths, safeio
+from runtime.fs.approvals import Approvals
 from runtime.fs.config import config_from_data
 from runtime.fs.mounts import Location, MountState
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative
@@ -101,6 +102,10 @@ class VirtualFS:
     SandboxConfig (mode "rw"/"ro", no approvals) for callers of the first implementation.
     `approve(description) -> bool` is asked before reading from a mount with read_approval."""
 
+    @property
+    def approve(self) -> Callable[[str], bool] | None:
+        return self.approvals.approve
+
     def __init__(self, mounts, approve: Callable[[str], bool] | None = None) -> None:
         if isinstance(mounts, Sandbox):
             self.sandbox = mounts
@@ -118,8 +123,7 @@ class VirtualFS:
                 }
             )
             self.sandbox = Sandbox(config)
-        self.approve = approve
-        self._approved: set[str] = set()
+        self.approvals = Approvals(approve)
         self._roots = tuple(paths.split(r) for r in self.sandbox.readable_roots)
 
     # ----------------------------------------------------------------- normalization
@@ -229,17 +233,7 @@ class VirtualFS:
         if size is not None:
             self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
         if self.sandbox.location_needs_approval(loc, "read"):
-            self._ask(f"Read from {shown}")
-
-    def _ask(self, description: str) -> None:
-        """Ask the run's approver once per description (it names the whole operation)."""
-        if description in self._approved:
-            return
-        if self.approve is None:
-            raise ApprovalDeniedError(f"{description} needs approval and no one can approve it in this run")
-        if not self.approve(description):
-            raise ApprovalDeniedError(f"{description} was not approved")
-        self._approved.add(description)
+            self.approvals.ask("read", {"path": shown}, f"Read from {shown}")
 
     def listing_needs_approval(self, dir_res: Resolved, recursive: bool) -> bool:
         """Does listing (or walking) this directory cover a read_approval mount (seed: list_files)?"""
@@ -253,7 +247,7 @@ class VirtualFS:
 
     def check_listable(self, dir_res: Resolved, recursive: bool) -> None:
         if self.listing_needs_approval(dir_res, recursive):
-            self._ask(f"List files in {absolute(dir_res.parts)}")
+            self.approvals.ask("list", {"path": absolute(dir_res.parts)}, f"List files in {absolute(dir_res.parts)}")
 
     def suffix_allowed(self, loc: Location) -> bool:
         return Sandbox.suffix_allowed(loc.mount.mount, loc.parts[-1] if loc.parts else "")

@@ -38,7 +38,9 @@ from typing import Callable
 
 from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
 from runtime.fs import paths, safeio
+from runtime.fs.approvals import Approvals
 from runtime.fs.config import Mount, SandboxConfig
+from runtime.fs.fileio import os_error
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative, rooted
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
@@ -48,7 +50,7 @@ from runtime.promptscript.patch import PatchError, apply_diff, apply_edits, appl
 from runtime.promptscript.policy import intersect_paths, under
 from runtime.promptscript.runlog import RUN_LOG_DIR
 from runtime.services.files import glob_to_regex
-from runtime.services.toolset import FileSystemToolset, os_error
+from runtime.services.toolset import FileSystemToolset
 from wire import protocol
 
 DEFAULT_READ_BYTES = 500_000
@@ -94,8 +96,7 @@ class ProjectActions:
         config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
                                              write_approval=write_approval)])
         self.sandboxes: list[Sandbox] = [Sandbox(config)]
-        self.approve = approve
-        self.approved: set[str] = set()  # approvals are remembered for the run
+        self.approvals = Approvals(approve)  # remembered for the run
         self.deadline = deadline if deadline is not None else _NoDeadline()
         self.output_cap = output_cap
         self.changed: set[str] = set()  # project-relative paths written or patched by the run
@@ -167,9 +168,7 @@ class ProjectActions:
         raise SandboxError(f"{action}: policy maxFilesChanged {limit} denies changing {rel} ({detail})")
 
     def _toolset(self, sb: Sandbox) -> FileSystemToolset:
-        toolset = FileSystemToolset(sb, approve=self.approve, protected=self.protected)
-        toolset.approved = self.approved
-        return toolset
+        return FileSystemToolset(sb, protected=self.protected, approvals=self.approvals)
 
     def _open_read(self, action: str, sb: Sandbox, path: str, policy: dict):
         try:

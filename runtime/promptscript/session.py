@@ -42,7 +42,7 @@ from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptErr
 from runtime.promptscript.arguments import check_action_args
 from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
 from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
-from runtime.services.toolset import printable
+from runtime.terminal import printable
 from wire import protocol
 
 # --halt-on-loop: the same action with the same args, or the same short cycle of them

@@ -59,9 +59,10 @@ from runtime.errors import (  # noqa: F401  (re-exported for drop-in imports)
     ScriptError,
     SuffixNotAllowedError,
 )
+from runtime.fs.approvals import approval_key
 from runtime.fs.config import Mount, SandboxConfig  # noqa: F401
 from runtime.fs.sandbox import Sandbox  # noqa: F401
-from runtime.services.toolset import TOOLS, ReadResult, approval_key  # noqa: F401
+from runtime.services.toolset import TOOLS, ReadResult  # noqa: F401
 from runtime.services.toolset import ApprovalResult as _CoreResult
 from runtime.services.toolset import FileSystemToolset as _CoreToolset
 

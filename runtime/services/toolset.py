@@ -31,12 +31,8 @@ FilesDSL runs never get them.
 from __future__ import annotations
 
 import errno
-import hashlib
-import json
 import os
-import secrets
 import stat as statmod
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Literal
@@ -44,20 +40,18 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel
 
 from runtime.errors import (
-    ApprovalDeniedError,
     EditError,
-    FileTooLargeError,
     SandboxError,
     ScriptError,
 )
-from runtime.fs import paths, safeio
+from runtime.fs import paths
+from runtime.fs.approvals import Approvals
 from runtime.fs.config import Mount, SandboxConfig
+from runtime.fs.fileio import SandboxFiles, os_error, shown_path
 from runtime.fs.mounts import Location
-from runtime.fs.paths import absolute, refuse_directory_syntax
+from runtime.fs.paths import absolute
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
-
-MAX_READ_BYTES = 32 << 20  # a hard cap beside each mount's max_file_bytes
 
 
 class ReadResult(BaseModel):
@@ -106,7 +100,6 @@ class ApprovalResult:
         return cls("needs_approval")
 
 
-MAX_PROTECTED_DEPTH = 256  # directories walked up from a write's parent (deeper: refused)
 
 # tool name (seed) -> method name
 TOOLS = {
@@ -120,52 +113,6 @@ TOOLS = {
 }
 
 
-# Shown escaped in approval prompts: they could make a path read as another one.
-_INVISIBLE = {"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"}
-
-
-def printable(text: str) -> str:
-    """`text` with invisible and direction-changing characters written as \\uXXXX."""
-    return "".join(
-        c if c == " " or unicodedata.category(c) not in _INVISIBLE and not (c.isspace() and c != " ")
-        else (f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}")
-        for c in text
-    )
-
-
-def terminal_safe(text: str) -> str:
-    """Script output for a terminal: every C0 and C1 control character but newline and tab
-    written as \\uXXXX, so output cannot move the cursor, conceal text or restyle what the
-    terminal shows next (a fake approval prompt over the real one)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\u{ord(c):04x}" for c in text)
-
-
-# Written before a prompt: resets colours, character set and cursor whatever was printed before.
-PROMPT_RESET = "\x1b[0m\x1b(B\x1b[?25h\r\n"
-
-
-def approval_key(name: str, tool_args: dict[str, Any]) -> str:
-    """What an approval is remembered by: the tool and all its arguments (content hashed)."""
-    blob = json.dumps([name, tool_args], sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def os_error(vpath: str, exc: OSError) -> ScriptError:
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-        return ScriptError(f"no such file: {vpath}")
-    if isinstance(exc, IsADirectoryError) or exc.errno == errno.EISDIR:
-        return ScriptError(f"{vpath} is a directory, not a file")
-    if isinstance(exc, FileExistsError):
-        return ScriptError(f"{vpath} already exists")
-    if exc.errno == errno.ENOTEMPTY:
-        return ScriptError(f"{vpath} is a non-empty directory")
-    if exc.errno == errno.ENOSPC:
-        return ScriptError(f"no space left to write {vpath}")
-    return ScriptError(f"cannot access {vpath}: {exc.strerror or 'error'}")
-
-
 class FileSystemToolset:
     """File I/O tools over a Sandbox (seed: FileSystemToolset + ApprovableFileSystemToolset)."""
 
@@ -177,19 +124,22 @@ class FileSystemToolset:
         *,
         approve: Callable[[str], bool] | None = None,
         protected: frozenset[tuple[int, int]] = frozenset(),
+        approvals: Approvals | None = None,
     ) -> None:
         if not isinstance(sandbox, Sandbox):
             raise TypeError("FileSystemToolset needs a Sandbox")
         self._sandbox = sandbox
-        # (st_dev, st_ino) of directories nothing may be written into, at any depth (the
-        # PromptScript run logs): checked on the directory actually opened, not on a spelling.
-        self.protected = protected
+        self.files = SandboxFiles(sandbox, protected)
         self.id = id
         self.max_retries = max_retries
-        self.approve = approve
-        self.approved: set[str] = set()  # approval_key()s of the calls approved so far
+        # what the approver said yes to, by tool and arguments (shared with the run's other parts)
+        self.approvals = approvals if approvals is not None else Approvals(approve)
         # Listings walk through a VirtualFS; the toolset has already asked (_gate) by then.
         self._vfs = VirtualFS(sandbox, approve=lambda description: True)
+
+    @property
+    def approve(self) -> Callable[[str], bool] | None:
+        return self.approvals.approve
 
     @classmethod
     def create_default(cls, root: str | Path, mode: str = "rw", id: str | None = None, *,
@@ -206,10 +156,7 @@ class FileSystemToolset:
     # ------------------------------------------------------------------ approvals
 
     def _shown(self, path) -> str:
-        try:
-            return printable(absolute(paths.split(path)))
-        except (SandboxError, ScriptError):
-            return printable(repr(path))
+        return shown_path(path)
 
     def get_approval_description(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> str:
         a = tool_args
@@ -274,16 +221,7 @@ class FileSystemToolset:
     def _gate(self, name: str, args: dict[str, Any]) -> None:
         if not self._classify(name, args):  # a refusal raises here: fail closed
             return
-        key = approval_key(name, args)
-        if key in self.approved:
-            return
-        description = self.get_approval_description(name, args)
-        if self.approve is None:
-            raise ApprovalDeniedError(f"{description}: needs approval and no one can approve it here. "
-                                      f"{self.without_approval(name)}")
-        if not self.approve(description):
-            raise ApprovalDeniedError(f"{description}: not approved. {self.without_approval(name)}")
-        self.approved.add(key)
+        self.approvals.ask(name, args, self.get_approval_description(name, args), self.without_approval(name))
 
     def without_approval(self, name: str) -> str:
         """What this kind of operation may do without asking, for refusal messages."""
@@ -301,139 +239,6 @@ class FileSystemToolset:
                     f"writable without approval: {', '.join(writable) or 'nothing'}.")
         return f"Writable without approval: {', '.join(writable) or 'nothing'}."
 
-    # ------------------------------------------------------------------ primitives
-
-    def _read_bytes(self, path: str) -> tuple[bytes, Location]:
-        sb = self._sandbox
-        refuse_directory_syntax(path)
-        try:
-            fd, loc = sb.open_checked(path, os.O_RDONLY | safeio.O_NONBLOCK, op="read")
-        except OSError as exc:
-            raise os_error(self._shown(path), exc) from None
-        shown = absolute(loc.requested)
-        try:
-            st = os.fstat(fd)
-            if statmod.S_ISDIR(st.st_mode):
-                raise ScriptError(f"{shown} is a directory, not a file")
-            if not statmod.S_ISREG(st.st_mode):
-                raise ScriptError(f"{shown} is not a regular file")
-            mount = loc.mount.mount
-            sb.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
-            sb.check_size(Path(), mount, virtual_path=shown, size=st.st_size)
-            limit = min(mount.max_file_bytes if mount.max_file_bytes is not None else MAX_READ_BYTES, MAX_READ_BYTES)
-            if st.st_size > limit:
-                raise FileTooLargeError(f"{shown!r} is {st.st_size} bytes, over the limit of {limit} bytes per read")
-            chunks, total = [], 0
-            while True:
-                try:
-                    chunk = os.read(fd, 1 << 20)
-                except BlockingIOError:
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > limit:
-                    raise FileTooLargeError(f"{shown!r} grew over the limit of {limit} bytes while being read")
-            return b"".join(chunks), loc
-        except OSError as exc:
-            raise os_error(shown, exc) from None
-        finally:
-            os.close(fd)
-
-    def _open_parent(self, path: str, *, create: bool) -> tuple[int, str, Location]:
-        """(O_PATH fd of the parent directory, last component, location) for a write-side op."""
-        sb = self._sandbox
-        refuse_directory_syntax(path)
-        for _ in range(3):
-            loc = sb.locate(path, op="write", follow_last=False)
-            shown = absolute(loc.requested)
-            if not loc.rel:
-                raise ScriptError(f"{shown} is a mount point; it cannot be written, moved or deleted")
-            try:
-                pfd = safeio.open_parent(sb.mount_fd(loc.mount), loc.rel[:-1], create=create)
-            except safeio.Raced:
-                continue
-            except OSError as exc:
-                if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-                    raise ScriptError(f"no such directory: {absolute(loc.requested[:-1])}") from None
-                raise os_error(shown, exc) from None
-            return pfd, loc.rel[-1], loc
-        raise ScriptError(f"{self._shown(path)} changed while it was being opened; try again")
-
-    def _check_new_file(self, loc: Location, size: int) -> None:
-        shown = absolute(loc.requested)
-        mount = loc.mount.mount
-        self._sandbox.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
-        self._sandbox.check_size(Path(), mount, virtual_path=shown, size=size, writing=True)
-
-    def _check_protected(self, pfd: int, loc: Location) -> None:
-        """Refuse a write into a protected directory or below it, by the identity of the
-        directory opened (its ancestors up to the mount's directory), whatever path led there."""
-        if not self.protected:
-            return
-        root = os.fstat(self._sandbox.mount_fd(loc.mount))
-        fd = os.dup(pfd)
-        try:
-            for _ in range(MAX_PROTECTED_DEPTH):
-                st = os.fstat(fd)
-                if (st.st_dev, st.st_ino) in self.protected:
-                    break
-                if (st.st_dev, st.st_ino) == (root.st_dev, root.st_ino):
-                    return
-                parent = os.open("..", safeio.O_PATH | safeio.O_DIRECTORY | safeio.O_CLOEXEC, dir_fd=fd)
-                os.close(fd)
-                fd = parent
-        finally:
-            os.close(fd)
-        raise SandboxError(f"{absolute(loc.requested)} is in a directory that holds the run logs; it is not writable")
-
-    def _write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> tuple[Location, bool]:
-        """Write `data` to `path` through its parent's descriptor; (location, whether a file was
-        there). `exclusive`: refuse when the name exists, decided by the kernel (link(2) fails
-        with EEXIST), so nothing outside the parent is ever looked at."""
-        pfd, name, loc = self._open_parent(path, create=True)
-        shown = absolute(loc.requested)
-        try:
-            self._check_protected(pfd, loc)
-            self._check_new_file(loc, len(data))
-            try:
-                os.stat(name, dir_fd=pfd, follow_symlinks=False)
-                existed = True
-            except FileNotFoundError:
-                existed = False
-            except OSError as exc:
-                raise os_error(shown, exc) from None
-            if existed and exclusive:
-                raise ScriptError(f"{shown} already exists")
-            tmp = f".{name[:100]}.{secrets.token_hex(6)}.tmp"
-            try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | safeio.O_NOFOLLOW | safeio.O_CLOEXEC,
-                             0o666, dir_fd=pfd)
-            except OSError as exc:
-                raise os_error(shown, exc) from None
-            try:
-                try:
-                    view = memoryview(data)
-                    while view:
-                        view = view[os.write(fd, view):]
-                finally:
-                    os.close(fd)
-                if exclusive:
-                    os.link(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd, follow_symlinks=False)
-                    os.unlink(tmp, dir_fd=pfd)
-                else:
-                    os.replace(tmp, name, src_dir_fd=pfd, dst_dir_fd=pfd)
-            except OSError as exc:
-                try:
-                    os.unlink(tmp, dir_fd=pfd)
-                except OSError:
-                    pass
-                raise os_error(shown, exc) from None
-            return loc, existed
-        finally:
-            os.close(pfd)
-
     # ------------------------------------------------------------------ the tools
 
     def read(self, path: str, max_chars: int = 20_000, offset: int = 0) -> ReadResult:
@@ -441,7 +246,7 @@ class FileSystemToolset:
         if max_chars < 0 or offset < 0:
             raise ScriptError("max_chars and offset must be 0 or more")
         self._gate("read_file", {"path": path})
-        data, _ = self._read_bytes(path)
+        data, _ = self.files.read_bytes(path)
         text = data.decode("utf-8", errors="replace")
         chunk = text[offset: offset + max_chars]
         return ReadResult(content=chunk, truncated=offset + len(chunk) < len(text), total_chars=len(text),
@@ -458,13 +263,13 @@ class FileSystemToolset:
         if not isinstance(content, str):
             raise ScriptError("content must be a string")
         self._gate("write_file", {"path": path, "content": content})
-        return self._write_bytes(path, content.encode("utf-8", errors="surrogatepass"), exclusive=create_only)
+        return self.files.write_bytes(path, content.encode("utf-8", errors="surrogatepass"), exclusive=create_only)
 
     def edit(self, path: str, old_text: str, new_text: str) -> str:
         """Replace the one exact occurrence of old_text (else EditError)."""
         self._sandbox.locate(path, op="write", follow_last=False)  # refuse read-only paths first
         self._gate("edit_file", {"path": path, "old_text": old_text, "new_text": new_text})
-        data, loc = self._read_bytes(path)
+        data, loc = self.files.read_bytes(path)
         shown = absolute(loc.requested)
         try:
             text = data.decode("utf-8")
@@ -477,13 +282,13 @@ class FileSystemToolset:
             raise EditError(f"old_text was not found in {shown}; read the file and copy the exact text")
         if count > 1:
             raise EditError(f"old_text appears {count} times in {shown}; include more context so it is unique")
-        self._write_bytes(path, text.replace(old_text, new_text, 1).encode("utf-8"))
+        self.files.write_bytes(path, text.replace(old_text, new_text, 1).encode("utf-8"))
         return f"Edited {shown}: replaced {len(old_text)} chars with {len(new_text)} chars"
 
     def delete(self, path: str) -> str:
         """Delete a file (a symlink itself, never its target). Directories are refused."""
         self._gate("delete_file", {"path": path})
-        pfd, name, loc = self._open_parent(path, create=False)
+        pfd, name, loc = self.files.open_parent(path, create=False)
         shown = absolute(loc.requested)
         try:
             st = os.stat(name, dir_fd=pfd, follow_symlinks=False)
@@ -499,7 +304,7 @@ class FileSystemToolset:
     def move(self, source: str, destination: str) -> str:
         """Move or rename a file or symlink; the destination's parents are created."""
         self._gate("move_file", {"source": source, "destination": destination})
-        sfd, sname, sloc = self._open_parent(source, create=False)
+        sfd, sname, sloc = self.files.open_parent(source, create=False)
         try:
             sshown = absolute(sloc.requested)
             try:
@@ -508,10 +313,10 @@ class FileSystemToolset:
                 raise os_error(sshown, exc) from None
             if statmod.S_ISDIR(st.st_mode):
                 raise ScriptError(f"{sshown} is a directory; move handles files only")
-            dfd, dname, dloc = self._open_parent(destination, create=True)
+            dfd, dname, dloc = self.files.open_parent(destination, create=True)
             dshown = absolute(dloc.requested)
             try:
-                self._check_new_file(dloc, st.st_size if statmod.S_ISREG(st.st_mode) else 0)
+                self.files.check_new_file(dloc, st.st_size if statmod.S_ISREG(st.st_mode) else 0)
                 try:
                     os.stat(dname, dir_fd=dfd, follow_symlinks=False)
                     raise ScriptError(f"{dshown} already exists; delete it first or choose another name")
@@ -522,8 +327,8 @@ class FileSystemToolset:
                 except OSError as exc:
                     if exc.errno != errno.EXDEV or not statmod.S_ISREG(st.st_mode):
                         raise os_error(dshown, exc) from None
-                    data, _ = self._read_bytes(source)
-                    self._write_bytes(destination, data, exclusive=True)
+                    data, _ = self.files.read_bytes(source)
+                    self.files.write_bytes(destination, data, exclusive=True)
                     os.unlink(sname, dir_fd=sfd)
             finally:
                 os.close(dfd)
@@ -535,8 +340,8 @@ class FileSystemToolset:
         """Copy a file: the source may be read-only, the destination must be writable."""
         self._gate("copy_file", {"source": source, "destination": destination})
         self._sandbox.locate(destination, op="write", follow_last=False)
-        data, sloc = self._read_bytes(source)
-        pfd, dname, dloc = self._open_parent(destination, create=True)
+        data, sloc = self.files.read_bytes(source)
+        pfd, dname, dloc = self.files.open_parent(destination, create=True)
         try:
             try:
                 os.stat(dname, dir_fd=pfd, follow_symlinks=False)
@@ -545,7 +350,7 @@ class FileSystemToolset:
                 pass
         finally:
             os.close(pfd)
-        self._write_bytes(destination, data, exclusive=True)
+        self.files.write_bytes(destination, data, exclusive=True)
         return f"Copied {absolute(sloc.requested)} to {absolute(dloc.requested)}"
 
     def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
@@ -600,57 +405,3 @@ def toolset_handlers(toolset: FileSystemToolset) -> dict[str, Callable[..., obje
     }
 
 
-class TerminalApprover:
-    """The command line's approver: `assume_yes` approves everything (--yes); otherwise it
-    asks on the controlling terminal (y/N), and with no terminal it refuses at once (never
-    hangs). The terminal is /dev/tty, not stdin, so a script piped into stdin cannot answer.
-    `tty_in`/`tty_out` replace it with text streams (tests)."""
-
-    MAX_ANSWER = 256
-
-    def __init__(self, assume_yes: bool = False, tty_in=None, tty_out=None) -> None:
-        self.assume_yes = assume_yes
-        self.tty_in = tty_in
-        self.tty_out = tty_out
-
-    def _ask_tty(self, question: str) -> str | None:
-        """Ask on /dev/tty and return the answer line, or None when there is no terminal."""
-        try:
-            fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0) | safeio.O_CLOEXEC)
-        except OSError:
-            return None
-        try:
-            if not os.isatty(fd):
-                return None
-            data = (PROMPT_RESET + question).encode("utf-8", "replace")
-            while data:
-                data = data[os.write(fd, data):]
-            answer = bytearray()
-            while len(answer) < self.MAX_ANSWER:
-                byte = os.read(fd, 1)
-                if not byte or byte == b"\n":
-                    break
-                answer += byte
-            return answer.decode("utf-8", "replace")
-        finally:
-            os.close(fd)
-
-    def __call__(self, description: str) -> bool:
-        if self.assume_yes:
-            return True
-        question = f"Approve: {printable(description)}? [y/N] "
-        if self.tty_in is not None:
-            if not (hasattr(self.tty_in, "isatty") and self.tty_in.isatty()):
-                answer = None
-            else:
-                self.tty_out.write(question)
-                self.tty_out.flush()
-                answer = self.tty_in.readline()
-        else:
-            answer = self._ask_tty(question)
-        if answer is None:
-            raise ApprovalDeniedError(
-                f"{printable(description)}: needs approval, but no terminal is attached to ask; "
-                "run with --yes to pre-approve"
-            )
-        return answer.strip().lower() in ("y", "yes")

@@ -74,7 +74,7 @@ def test_read_refused_on_the_terminal(tmp_path):
     world = approval_world(tmp_path)
     code, shown = run_on_pty(["run", "read.fdsl", "--config", "sandbox.toml"], [b"n\n"], world)
     assert code == 1, shown
-    assert "Read from /cfg/settings.json was not approved" in shown
+    assert "Read from /cfg/settings.json: not approved" in shown
     assert "s3" not in shown
 
 

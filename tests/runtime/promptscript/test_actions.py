@@ -14,7 +14,7 @@ import pytest
 
 from runtime.api import run_script
 from runtime.broker import MAX_STRING_CHARS, RequestDenied, validate_call
-from runtime.services.toolset import TerminalApprover
+from runtime.terminal import TerminalApprover
 from wire import protocol
 
 

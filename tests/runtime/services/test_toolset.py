@@ -11,8 +11,9 @@ import pytest
 
 from runtime.broker import Broker
 from runtime.errors import ApprovalDeniedError, EditError, PathNotWritableError, SandboxError
-from runtime.services.toolset import FileSystemToolset, TerminalApprover, toolset_handlers
+from runtime.services.toolset import FileSystemToolset, toolset_handlers
 from runtime.supervisor import Limits, run_worker
+from runtime.terminal import TerminalApprover
 from tests.support import CANARY
 
 
