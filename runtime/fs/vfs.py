@@ -33,69 +33,24 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat as statmod
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from runtime.errors import PathNotInSandboxError, SandboxError, ScriptError
 from runtime.fs import paths, safeio
 from runtime.fs.approvals import Approvals
 from runtime.fs.config import config_from_data
+from runtime.fs.entries import VIRTUAL_DIR_STAT, Resolved, WalkEntry
+from runtime.fs.listings import Listings
 from runtime.fs.mounts import Location, MountState
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative
 from runtime.fs.sandbox import Sandbox
 
 _READ_FLAGS = os.O_RDONLY | safeio.O_NONBLOCK
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-Mount = MountState  # the mount a path resolved to (.point, .host, .mount: the config)
 
 
-@dataclass(frozen=True)
-class Resolved:
-    """A resolved virtual path (`loc` is None for a virtual directory: see module docstring)."""
-
-    parts: tuple[str, ...]  # canonical virtual components (as asked, links not followed)
-    vpath: str  # canonical virtual string ("." for the root)
-    mount: MountState | None
-    host: str | None  # host path of the canonical (link-free) location: a cache key, never shown
-    real: str | None  # same as host (kept for callers of the first implementation)
-    loc: Location | None
-
-
-@dataclass(slots=True)
-class WalkEntry:
-    """One entry met while listing or walking a directory."""
-
-    vpath: str  # canonical virtual path
-    rel: str  # path relative to the walked directory, "/"-separated
-    name: str
-    kind: str  # "file" | "directory" | "symlink" | "other" (lstat kind, symlinks not followed)
-    lst: os.stat_result  # lstat of the entry
-    st: os.stat_result | None  # stat following a symlink that stays inside (None otherwise)
-    real: str | None  # host path of what it names when inside (a cache key; None for escapes)
-    link_target: str | None  # for symlinks: virtual target or "(outside the sandbox)"
-    loc: Location | None = None  # where to open it (None for escapes and virtual directories)
-    virtual: bool = False  # a virtual directory (see module docstring)
-
-
-OUTSIDE = "(outside the sandbox)"
-# What a purely virtual directory reports: a directory, size 0, modified at the epoch.
-VIRTUAL_DIR_STAT = os.stat_result((statmod.S_IFDIR | 0o555, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0, 0))
-
-
-def _kind_of(mode: int) -> str:
-    if statmod.S_ISREG(mode):
-        return "file"
-    if statmod.S_ISDIR(mode):
-        return "directory"
-    if statmod.S_ISLNK(mode):
-        return "symlink"
-    return "other"
-
-
-class VirtualFS:
+class VirtualFS(Listings):
     """Reads and walks through a Sandbox.
 
     `VirtualFS(sandbox)`, or `VirtualFS([(mount_point, host_dir, writable), ...])` which builds a
@@ -322,164 +277,6 @@ class VirtualFS:
             if exc.errno == errno.EISDIR:
                 raise ScriptError(f"{vpath} is a directory, not a file") from None
             raise ScriptError(f"cannot read {vpath}: {exc.strerror or 'error'}") from None
-
-    # ----------------------------------------------------------------- listings
-
-    def _child_mounts(self, parts: tuple[str, ...]) -> dict[str, MountState]:
-        """Mounts whose point is a direct child of the virtual directory `parts`."""
-        out = {}
-        for m in self.sandbox.mounts:
-            if len(m.point) == len(parts) + 1 and m.point[: len(parts)] == parts:
-                out[m.point[-1]] = m
-        return out
-
-    def _link(self, vparts: tuple[str, ...]) -> tuple[Location | None, os.stat_result | None, str]:
-        """(location, stat) of what a symlink names when it stays inside, and its shown target."""
-        try:
-            loc = self.sandbox.locate(absolute(vparts), op="read")
-        except SandboxError:
-            return None, None, OUTSIDE
-        except ScriptError:  # a loop
-            return None, None, OUTSIDE
-        st = None
-        if loc.exists:
-            try:
-                fd = self.sandbox.open_location(loc, safeio.O_PATH)
-                try:
-                    st = os.fstat(fd)
-                finally:
-                    os.close(fd)
-            except (OSError, safeio.Raced):
-                st = None
-        return loc, st, relative(loc.parts)
-
-    def list_dir(self, dir_res: Resolved, check: Callable[[], None] | None = None) -> list[WalkEntry]:
-        """Entries of one directory, sorted by name. Unreadable entries are skipped.
-        `check` is called for each entry met (deadline checks)."""
-        self.check_listable(dir_res, recursive=False)
-        return list(self._scan(dir_res.parts, dir_res.parts, dir_res.loc, check))
-
-    def _readable_entry(self, e: WalkEntry) -> bool:
-        """Listings show what a script could open: no file the mount's suffixes refuse."""
-        if e.kind == "directory" or e.loc is None:
-            return True
-        if e.kind == "symlink" and e.st is not None and statmod.S_ISDIR(e.st.st_mode):
-            return True
-        return self.suffix_allowed(e.loc)
-
-    def _scan(self, base_parts: tuple[str, ...], parts: tuple[str, ...], dir_loc: Location | None,
-              check: Callable[[], None] | None = None) -> Iterator[WalkEntry]:
-        """The entries of the directory `parts` (virtual components as asked) at `dir_loc`
-        (None: a virtual directory). Paths are shown relative to `base_parts` in `rel`.
-        `check()` runs before each entry is looked at: a directory can hold millions."""
-        entries: list[WalkEntry] = []
-        vprefix = "/".join(parts) + "/" if parts else ""
-        rel_parts = parts[len(base_parts):]
-        rprefix = "/".join(rel_parts) + "/" if rel_parts else ""
-        own_parts = dir_loc.parts if dir_loc is not None else parts
-        child_mounts = self._child_mounts(own_parts)
-        toward_roots = self._leads_to(parts)
-        names: set[str] = set()
-        fd = None
-        if dir_loc is not None:
-            try:
-                fd = self.sandbox.open_location(dir_loc, os.O_RDONLY | safeio.O_DIRECTORY)
-            except (OSError, safeio.Raced):
-                fd = None
-        if fd is not None:
-            mount = dir_loc.mount
-            try:
-                with os.scandir(fd) as it:
-                    for de in it:
-                        if check is not None:
-                            check()
-                        name = de.name
-                        if name in child_mounts:
-                            continue  # shadowed by a mount
-                        if _CONTROL.search(name) or "\udc80" <= max(name) and any("\ud800" <= c <= "\udfff" for c in name):
-                            continue  # not addressable by a script path
-                        try:
-                            lst = de.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        kind = _kind_of(lst.st_mode)
-                        target = None
-                        if kind == "symlink":
-                            loc, st, target = self._link(parts + (name,))
-                            real = loc.host if loc is not None else None
-                        else:
-                            loc = Location(parts + (name,), own_parts + (name,), mount, True)
-                            st, real = lst, loc.host
-                        entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc)
-                        if self._readable_entry(entry):
-                            entries.append(entry)
-                            names.add(name)
-            finally:
-                os.close(fd)
-        for name, m in child_mounts.items():
-            if not self.sandbox.can_read(absolute(m.point)):
-                continue
-            loc = Location(parts + (name,), m.point, m, True)
-            try:
-                lst = os.fstat(self.sandbox.mount_fd(m))
-            except (OSError, ScriptError):
-                continue
-            entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, m.host, None, loc))
-            names.add(name)
-        for name, root in toward_roots.items():
-            if name in names:
-                continue
-            if len(root) == len(parts) + 1:  # a readable root itself: a real directory or file
-                try:
-                    loc = self.sandbox.locate(absolute(root), op="read")
-                    lst = self._fstat(self._resolved(loc), "no such directory")
-                except (SandboxError, ScriptError):
-                    continue
-                kind = _kind_of(lst.st_mode)
-                entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, lst, loc.host, None, loc)
-                if kind in ("directory", "file") and self._readable_entry(entry):
-                    entries.append(entry)
-            else:  # a step on the way to deeper readable roots
-                entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", VIRTUAL_DIR_STAT,
-                                         VIRTUAL_DIR_STAT, None, None, None, virtual=True))
-        entries.sort(key=lambda e: e.name)
-        return iter(entries)
-
-    def walk(self, dir_res: Resolved, recursive: bool, check: Callable[[], None] | None = None,
-             prune: Callable[[WalkEntry], bool] | None = None) -> Iterator[WalkEntry]:
-        """Entries under a directory, depth-first, each directory's entries in name order
-        (callers sort by path). Directory symlinks are reported, never entered.
-        `check` is called before each directory is read and for each entry met (deadline
-        checks); `prune(entry)` true keeps a directory out of the walk (it is still yielded)."""
-        self.check_listable(dir_res, recursive)
-        # (virtual components, location or None for a virtual directory)
-        stack: list[tuple[tuple[str, ...], Location | None]] = [(dir_res.parts, dir_res.loc)]
-        base = dir_res.parts
-        visited: set[tuple[int, int]] = set()
-        while stack:
-            parts, loc = stack.pop()
-            if check is not None:
-                check()
-            if loc is not None:
-                try:
-                    fd = self.sandbox.open_location(loc, safeio.O_PATH | safeio.O_DIRECTORY)
-                    try:
-                        st = os.fstat(fd)
-                    finally:
-                        os.close(fd)
-                except (OSError, safeio.Raced):
-                    continue
-                key = (st.st_dev, st.st_ino)
-                if key in visited:
-                    continue
-                visited.add(key)
-            subdirs = []
-            for entry in self._scan(base, parts, loc, check):
-                yield entry
-                if recursive and entry.kind == "directory" and (entry.loc is not None or entry.virtual) \
-                        and (prune is None or not prune(entry)):
-                    subdirs.append((parts + (entry.name,), entry.loc))
-            stack.extend(reversed(subdirs))
 
 
 def _min_limit(a: int | None, b: int | None) -> int | None:

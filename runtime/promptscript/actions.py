@@ -20,7 +20,7 @@ allowlist (the program name as the script writes it, resolved on the broker's PA
 denial names what is allowed, exactly (readable: allowRead; writable: allowWrite within
 allowRead). The run log directory ``.ps-runs`` is never writable by scripts.
 
-Time: ``deadline`` (runtime.promptscript.session.OpDeadline) says when the op must stop: SEARCH checks
+Time: ``deadline`` (runtime.promptscript.deadline.OpDeadline) says when the op must stop: SEARCH checks
 it per directory entry and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
 is a spent --max-time budget or the worker's `timeout` block, whichever came first.
 """

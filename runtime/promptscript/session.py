@@ -30,30 +30,26 @@ stack: the project mount at the bottom, ``Sandbox.derive`` for each ``with polic
 from __future__ import annotations
 
 import json
-import math
-import os
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
+from runtime.errors import LimitError, SandboxError, ScriptError
+from runtime.promptscript import dialogue
 from runtime.promptscript.arguments import check_action_args
+from runtime.promptscript.deadline import OpDeadline
+from runtime.promptscript.parallel import run_parallel
 from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
 from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
-from runtime.terminal import printable
-from wire import protocol
 
 # --halt-on-loop: the same action with the same args, or the same short cycle of them
 # (A,B,A,B,A,B), this many times in a row.
 LOOP_REPEATS = 3
 LOOP_MAX_CYCLE = 4
-MAX_ANSWER_CHARS = 4096
 EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget", "end"})
-PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS  # parallel(): the read-only actions only
-MAX_PARALLEL = 16  # parallel(): most threads at once
-MAX_PARALLEL_ITEMS = 1000
 
 
 @dataclass
@@ -74,56 +70,6 @@ class PSOptions:
     run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # --max-log-bytes: the run log's size limit
     isolation: str = "best"  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
-
-
-class BlockDeadline(ScriptError):
-    """The worker's pending `timeout` block ran out while the broker worked for it: the worker
-    turns this into that block's own (catchable) timeout error."""
-
-    kind = "TimeoutError"
-
-
-class OpDeadline:
-    """When the op being served must stop: the earliest of the run's --max-time, the worker's
-    earliest pending `timeout` block (``block_at``, set per op) and the run's wall-clock
-    deadline (--timeout: the supervisor cannot end the run while the broker is busy). The
-    handlers ask ``left()`` and raise ``expired(what)``: a spent --max-time budget
-    (LimitError), a BlockDeadline (TimeoutError, the block's timeout in the worker) or
-    DeadlineExceeded (the run's time limit; the supervisor then ends the run with 124)."""
-
-    def __init__(self, session: "PSSession") -> None:
-        self.session = session
-        self.block_at: float | None = None
-
-    def _earliest(self) -> tuple[float | None, str | None]:
-        o = self.session.options
-        candidates = []
-        if o.max_time_ms:
-            candidates.append((self.session.started + o.max_time_ms / 1000, "budget"))
-        if self.block_at is not None:
-            candidates.append((self.block_at, "block"))
-        run_at = self.session.run_deadline
-        if run_at is not None and math.isfinite(run_at):
-            candidates.append((run_at, "run"))
-        return min(candidates) if candidates else (None, None)
-
-    def left(self) -> float | None:
-        """Seconds left (None: no deadline)."""
-        at, _ = self._earliest()
-        return None if at is None else at - time.monotonic()
-
-    def check(self, what: str) -> None:
-        left = self.left()
-        if left is not None and left <= 0:
-            raise self.expired(what)
-
-    def expired(self, what: str) -> ScriptError:
-        _, which = self._earliest()
-        if which == "budget":
-            self.session.stop_for_time(what)
-        if which == "run":
-            return DeadlineExceeded(f"{what}: stopped at the run's time limit (--timeout)")
-        return BlockDeadline(f"{what}: stopped at the deadline of the enclosing timeout block")
 
 
 # ---- the session -------------------------------------------------------------------------
@@ -157,8 +103,8 @@ class PSSession:
         if self.log is None and options.project is not None:
             self.log = RunLog(Path(options.project), options.max_log_bytes)
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
-            "REPORT": self.report,
-            "ASK_USER": self.ask_user,
+            "REPORT": partial(dialogue.report, self),
+            "ASK_USER": partial(dialogue.ask_user, self),
         }
         self.files = None
         if options.project is not None:
@@ -291,14 +237,14 @@ class PSSession:
             return restored
         raise ActionError(f"unknown scope change {change[:40]!r}")
 
-    def _parse_action(self, name, args) -> dict:
+    def parse_action(self, name, args) -> dict:
         if name not in ACTIONS:
             raise ActionError(f"unknown action '{str(name)[:40]}'")
         if type(args) is not dict:
             raise ActionError(f"{name}: args must be an object")
         return args
 
-    def _admit(self, name: str, values: dict) -> None:
+    def admit(self, name: str, values: dict) -> None:
         """Count the call against --max-tool-calls and the loop detector (both stop the run)."""
         o = self.options
         if o.max_tool_calls and self.tool_calls >= o.max_tool_calls:
@@ -316,7 +262,7 @@ class PSSession:
                 self.stop(f"loop detected: the same {cycle} actions ({names}) with the same arguments "
                           f"{LOOP_REPEATS} times in a row (--halt-on-loop)")
 
-    def _dispatch(self, name: str, values: dict, policy: dict):
+    def dispatch(self, name: str, values: dict, policy: dict):
         if name not in policy["allowActions"]:
             allowed = ", ".join(policy["allowActions"]) or "none"
             raise SandboxError(f"policy denies action {name} (allowed here: {allowed})")
@@ -332,15 +278,15 @@ class PSSession:
 
     def op_action(self, name: str, args: dict, deadline_ms: int = 0):
         self.check_budgets()
-        values = self._parse_action(name, args)
+        values = self.parse_action(name, args)
         self._block_deadline(deadline_ms)
         try:
-            self._admit(name, values)
+            self.admit(name, values)
             policy = self.policies.current
             started = time.monotonic()
             try:
                 self.deadline.check(name)
-                value, printed = self._dispatch(name, values, policy)
+                value, printed = self.dispatch(name, values, policy)
             except ScriptError as exc:
                 self.trace(name, values, f"error: {exc}", started)
                 self.log_action(name, values, False, error=str(exc))
@@ -354,74 +300,9 @@ class PSSession:
     def op_parallel(self, items: list, max: int, fail_fast: bool, deadline_ms: int = 0):
         self._block_deadline(deadline_ms)
         try:
-            return self._parallel(items, max, fail_fast)
+            return run_parallel(self, items, max, fail_fast)
         finally:
             self.deadline.block_at = None
-
-    def _parallel(self, batch: list, max: int, fail_fast: bool):
-        """parallel(): READ_FILE / SEARCH items, run in windows of ``max`` threads, in input order.
-
-        Each window's items are counted (budget, loop detector) before it starts, so with
-        fail_fast the items after a failing window are neither run nor counted. fail_fast:
-        the first failing item's error is raised; otherwise each item gives {ok, value} or
-        {ok, error}. A spent budget always stops the run.
-        """
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.check_budgets()
-        if type(batch) is not list or len(batch) > MAX_PARALLEL_ITEMS:
-            raise ActionError(f"parallel() needs an array of at most {MAX_PARALLEL_ITEMS} items")
-        if not 1 <= max <= MAX_PARALLEL:
-            raise ActionError(f"parallel(): max must be an integer from 1 to {MAX_PARALLEL}")
-        parsed = []
-        for i, item in enumerate(batch, 1):
-            if type(item) is not dict or set(item) != {"action", "args"}:
-                raise ActionError(f"parallel item {i} must be an object {{action, args}}")
-            if item["action"] not in PARALLEL_ACTIONS:
-                raise ActionError(f"parallel item {i}: parallel() runs only the read-only actions "
-                                  f"{', '.join(PARALLEL_ACTIONS)}, not {str(item['action'])[:40]}")
-            parsed.append((item["action"], self._parse_action(item["action"], item["args"])))
-        policy = self.policies.current
-        if self.files is not None:
-            for mount in self.files.sandbox.mounts:  # open the mount fds before the threads share them
-                self.files.sandbox.mount_fd(mount)
-
-        def run_one(name, values):
-            started = time.monotonic()
-            try:
-                value, _printed = self._dispatch(name, values, policy)
-                return True, value, started
-            except (LimitError, BlockDeadline):
-                raise  # a spent budget or the block's deadline stops the whole batch
-            except ScriptError as exc:
-                return False, exc, started
-
-        results: list[dict] = []
-        with ThreadPoolExecutor(max_workers=max) as pool:
-            for low in range(0, len(parsed), max):
-                window = parsed[low: low + max]
-                self.deadline.check("parallel")
-                for name, values in window:
-                    self.check_budgets()
-                    self._admit(name, values)
-                done = [pool.submit(run_one, name, values) for name, values in window]
-                failure = None
-                for (name, values), future in zip(window, done):
-                    ok, value, started = future.result()
-                    if ok:
-                        self.trace(name, values, "ok", started)
-                        self.log_action(name, values, True, value=value, parallel=True)
-                        results.append({"ok": True, "value": value})
-                    else:
-                        self.trace(name, values, f"error: {value}", started)
-                        self.log_action(name, values, False, error=str(value), parallel=True)
-                        results.append({"ok": False, "error": str(value)})
-                        if failure is None:
-                            failure = (len(results), value)
-                if failure is not None and fail_fast:
-                    index, exc = failure
-                    raise type(exc)(f"parallel item {index}: {exc}")
-        return results
 
     def trace(self, name: str, values: dict, outcome: str, started: float) -> None:
         if self.options.verbose:
@@ -430,49 +311,6 @@ class PSSession:
                 shown = shown[:197] + "..."
             ms = (time.monotonic() - started) * 1000
             print(f"[ps] action #{self.tool_calls} {name} {shown} -> {outcome} ({ms:.1f} ms)", file=self.stderr)
-
-    # -- the phase 1 actions --
-
-    def report(self, args: dict, policy: dict):
-        self.reports.append(args)
-        lines = [f"[ps] REPORT: {args['message']}"]
-        if args.get("filesChanged"):
-            lines.append("  files changed: " + ", ".join(args["filesChanged"]))
-        if args.get("nextSuggestions"):
-            lines.append("  next: " + "; ".join(args["nextSuggestions"]))
-        return None, "\n".join(lines) + "\n"
-
-    def ask_user(self, args: dict, policy: dict):
-        question = args["question"]
-        choices = args.get("choices", [])
-        try:
-            tty = self.stdin is not None and os.isatty(self.stdin.fileno())
-        except (AttributeError, OSError, ValueError):
-            tty = False
-        if not tty:
-            raise ActionError("ASK_USER needs a terminal, and none is attached (stdin is not a terminal)")
-        print(f"[ps] ASK_USER: {printable(question)}", file=self.stderr)
-        for i, choice in enumerate(choices, 1):
-            print(f"  {i}. {printable(choice)}", file=self.stderr)
-        print("> ", end="", file=self.stderr, flush=True)
-        left = self.deadline.left()
-        if left is not None:  # the wait for an answer obeys --max-time and the timeout block
-            import select
-
-            try:
-                ready = select.select([self.stdin], [], [], max(left, 0))[0]
-            except (OSError, ValueError, TypeError):
-                ready = [self.stdin]
-            if not ready:
-                print(file=self.stderr)
-                raise self.deadline.expired("no answer to ASK_USER in time")
-        answer = self.stdin.readline()
-        if not answer:
-            raise ActionError("ASK_USER: no answer (end of input)")
-        answer = answer.rstrip("\n")[:MAX_ANSWER_CHARS]
-        if choices and answer.strip().isdigit() and 1 <= int(answer.strip()) <= len(choices):
-            answer = choices[int(answer.strip()) - 1]
-        return answer, None
 
     # -- end of run --
 

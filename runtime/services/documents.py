@@ -23,7 +23,8 @@ from typing import Callable
 
 from runtime.budget import mib
 from runtime.errors import LimitError
-from runtime.fs.vfs import Resolved, VirtualFS, WalkEntry
+from runtime.fs.entries import Resolved, WalkEntry
+from runtime.fs.vfs import VirtualFS
 from runtime.services.pdf import PdfExtractor
 from runtime.services.textsearch import compile_trusted
 

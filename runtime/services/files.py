@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget, check_limit
 from runtime.errors import LimitError, ScriptError
 from runtime.fs import paths
-from runtime.fs.vfs import Resolved, VirtualFS, WalkEntry
+from runtime.fs.entries import Resolved, WalkEntry
+from runtime.fs.vfs import VirtualFS
 from runtime.services.documents import Document, DocumentStore, decode_text, format_toc, is_pdf_name
 from runtime.services.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
 

@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.fs.vfs import OUTSIDE, WalkEntry
+from runtime.fs.entries import OUTSIDE, WalkEntry
 
 
 class FileSystemEntry(BaseModel):

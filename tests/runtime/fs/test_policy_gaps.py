@@ -128,7 +128,7 @@ def test_ask_user_shows_control_characters_escaped():
         os.write(master, b"2\n")
         stderr = io.StringIO()
         session = PSSession(PSOptions(), stdin=stdin, stderr=stderr)
-        answer, _ = session.ask_user({"question": "ok?\x1b[8m hidden", "choices": ["keep", "\x1b[2Jwipe"]}, {})
+        answer, _ = session.actions["ASK_USER"]({"question": "ok?\x1b[8m hidden", "choices": ["keep", "\x1b[2Jwipe"]}, {})
     finally:
         stdin.close()
         os.close(master)

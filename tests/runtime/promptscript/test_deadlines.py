@@ -13,7 +13,8 @@ import pytest
 
 from runtime.api import RunResult, run_script
 from runtime.errors import LimitError, ScriptError
-from runtime.promptscript.session import BlockDeadline, PSOptions, PSSession
+from runtime.promptscript.deadline import BlockDeadline
+from runtime.promptscript.session import PSOptions, PSSession
 
 
 def ps(source: str, project, **options):

@@ -1,0 +1,86 @@
+"""parallel(): read-only actions run side by side in the broker, in windows of threads."""
+
+from __future__ import annotations
+
+import time
+
+from runtime.errors import LimitError, ScriptError
+from runtime.promptscript.deadline import BlockDeadline
+from runtime.promptscript.policy import ActionError
+from wire import protocol
+
+PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS  # the read-only actions only
+MAX_PARALLEL = 16  # most threads at once
+MAX_PARALLEL_ITEMS = 1000
+
+
+def parallel_items(session, batch: list, max: int) -> list[tuple[str, dict]]:
+    """(action, args) of each item, every item checked before any runs."""
+    if type(batch) is not list or len(batch) > MAX_PARALLEL_ITEMS:
+        raise ActionError(f"parallel() needs an array of at most {MAX_PARALLEL_ITEMS} items")
+    if not 1 <= max <= MAX_PARALLEL:
+        raise ActionError(f"parallel(): max must be an integer from 1 to {MAX_PARALLEL}")
+    parsed = []
+    for i, item in enumerate(batch, 1):
+        if type(item) is not dict or set(item) != {"action", "args"}:
+            raise ActionError(f"parallel item {i} must be an object {{action, args}}")
+        if item["action"] not in PARALLEL_ACTIONS:
+            raise ActionError(f"parallel item {i}: parallel() runs only the read-only actions "
+                              f"{', '.join(PARALLEL_ACTIONS)}, not {str(item['action'])[:40]}")
+        parsed.append((item["action"], session.parse_action(item["action"], item["args"])))
+    return parsed
+
+
+def run_parallel(session, batch: list, max: int, fail_fast: bool):
+    """parallel(): READ_FILE / SEARCH items, run in windows of ``max`` threads, in input order.
+
+    Each window's items are counted (budget, loop detector) before it starts, so with
+    fail_fast the items after a failing window are neither run nor counted. fail_fast:
+    the first failing item's error is raised; otherwise each item gives {ok, value} or
+    {ok, error}. A spent budget always stops the run.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    session.check_budgets()
+    parsed = parallel_items(session, batch, max)
+    policy = session.policies.current
+    if session.files is not None:
+        for mount in session.files.sandbox.mounts:  # open the mount fds before the threads share them
+            session.files.sandbox.mount_fd(mount)
+
+    def run_one(name, values):
+        started = time.monotonic()
+        try:
+            value, _printed = session.dispatch(name, values, policy)
+            return True, value, started
+        except (LimitError, BlockDeadline):
+            raise  # a spent budget or the block's deadline stops the whole batch
+        except ScriptError as exc:
+            return False, exc, started
+
+    results: list[dict] = []
+    with ThreadPoolExecutor(max_workers=max) as pool:
+        for low in range(0, len(parsed), max):
+            window = parsed[low: low + max]
+            session.deadline.check("parallel")
+            for name, values in window:
+                session.check_budgets()
+                session.admit(name, values)
+            done = [pool.submit(run_one, name, values) for name, values in window]
+            failure = None
+            for (name, values), future in zip(window, done):
+                ok, value, started = future.result()
+                if ok:
+                    session.trace(name, values, "ok", started)
+                    session.log_action(name, values, True, value=value, parallel=True)
+                    results.append({"ok": True, "value": value})
+                else:
+                    session.trace(name, values, f"error: {value}", started)
+                    session.log_action(name, values, False, error=str(value), parallel=True)
+                    results.append({"ok": False, "error": str(value)})
+                    if failure is None:
+                        failure = (len(results), value)
+            if failure is not None and fail_fast:
+                index, exc = failure
+                raise type(exc)(f"parallel item {index}: {exc}")
+    return results
