@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--isolation", choices=("best", "strict"), default="best",
         help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
     )
+    add_promptscript_options(run)
+    add_other_commands(commands)
+    return parser
+
+
+def add_promptscript_options(run) -> None:
     ps = run.add_argument_group("PromptScript (.ps) only")  # budgets: runtime/promptscript/session.py
     ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write for the file actions; the run log goes to DIR/.ps-runs/<id>/ (default: --root, else .)")
     ps.add_argument("--max-steps", type=int, default=None, metavar="N", help="statements executed (default 50000; 0: no limit)")
@@ -140,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"size limit of the run log; later events are dropped, and it says so (default {DEFAULT_MAX_LOG_BYTES}: 16 MiB)")
     ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
+
+
+def add_other_commands(commands) -> None:
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
     doctor.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help=argparse.SUPPRESS)
     audit = commands.add_parser("audit", help="run plain Python in the hardened worker (no transpiler) and report what it did")
@@ -162,7 +171,6 @@ def build_parser() -> argparse.ArgumentParser:
     find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
     find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
     add_sandbox_options(find)
-    return parser
 
 
 def read_script(name: str) -> tuple[Path, str]:

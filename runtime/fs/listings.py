@@ -66,50 +66,64 @@ class Listings:
         """The entries of the directory `parts` (virtual components as asked) at `dir_loc`
         (None: a virtual directory). Paths are shown relative to `base_parts` in `rel`.
         `check()` runs before each entry is looked at: a directory can hold millions."""
-        entries: list[WalkEntry] = []
-        vprefix = "/".join(parts) + "/" if parts else ""
         rel_parts = parts[len(base_parts):]
-        rprefix = "/".join(rel_parts) + "/" if rel_parts else ""
+        prefixes = ("/".join(parts) + "/" if parts else "", "/".join(rel_parts) + "/" if rel_parts else "")
         own_parts = dir_loc.parts if dir_loc is not None else parts
         child_mounts = self._child_mounts(own_parts)
-        toward_roots = self._leads_to(parts)
-        names: set[str] = set()
+        entries = self._real_entries(parts, own_parts, dir_loc, child_mounts, prefixes, check)
+        entries += self._mount_entries(parts, child_mounts, prefixes)
+        names = {e.name for e in entries}
+        for name, root in self._leads_to(parts).items():
+            if name not in names:
+                entries += self._root_entries(parts, name, root, prefixes)
+        entries.sort(key=lambda e: e.name)
+        return iter(entries)
+
+    def _real_entries(self, parts, own_parts, dir_loc, child_mounts, prefixes, check) -> list[WalkEntry]:
+        """What the directory itself holds, read beneath its mount's descriptor."""
         fd = None
         if dir_loc is not None:
             try:
                 fd = self.sandbox.open_location(dir_loc, os.O_RDONLY | safeio.O_DIRECTORY)
             except (OSError, safeio.Raced):
                 fd = None
-        if fd is not None:
-            mount = dir_loc.mount
-            try:
-                with os.scandir(fd) as it:
-                    for de in it:
-                        if check is not None:
-                            check()
-                        name = de.name
-                        if name in child_mounts:
-                            continue  # shadowed by a mount
-                        if _CONTROL.search(name) or "\udc80" <= max(name) and any("\ud800" <= c <= "\udfff" for c in name):
-                            continue  # not addressable by a script path
-                        try:
-                            lst = de.stat(follow_symlinks=False)
-                        except OSError:
-                            continue
-                        kind = _kind_of(lst.st_mode)
-                        target = None
-                        if kind == "symlink":
-                            loc, st, target = self._link(parts + (name,))
-                            real = loc.host if loc is not None else None
-                        else:
-                            loc = Location(parts + (name,), own_parts + (name,), mount, True)
-                            st, real = lst, loc.host
-                        entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc)
-                        if self._readable_entry(entry):
-                            entries.append(entry)
-                            names.add(name)
-            finally:
-                os.close(fd)
+        if fd is None:
+            return []
+        vprefix, rprefix = prefixes
+        entries = []
+        try:
+            with os.scandir(fd) as it:
+                for de in it:
+                    if check is not None:
+                        check()
+                    name = de.name
+                    if name in child_mounts:
+                        continue  # shadowed by a mount
+                    if _CONTROL.search(name) or "\udc80" <= max(name) and any("\ud800" <= c <= "\udfff" for c in name):
+                        continue  # not addressable by a script path
+                    try:
+                        lst = de.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    kind = _kind_of(lst.st_mode)
+                    target = None
+                    if kind == "symlink":
+                        loc, st, target = self._link(parts + (name,))
+                        real = loc.host if loc is not None else None
+                    else:
+                        loc = Location(parts + (name,), own_parts + (name,), dir_loc.mount, True)
+                        st, real = lst, loc.host
+                    entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc)
+                    if self._readable_entry(entry):
+                        entries.append(entry)
+        finally:
+            os.close(fd)
+        return entries
+
+    def _mount_entries(self, parts, child_mounts, prefixes) -> list[WalkEntry]:
+        """The readable mount points right below the directory."""
+        vprefix, rprefix = prefixes
+        entries = []
         for name, m in child_mounts.items():
             if not self.sandbox.can_read(absolute(m.point)):
                 continue
@@ -119,25 +133,23 @@ class Listings:
             except (OSError, ScriptError):
                 continue
             entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", lst, lst, m.host, None, loc))
-            names.add(name)
-        for name, root in toward_roots.items():
-            if name in names:
-                continue
-            if len(root) == len(parts) + 1:  # a readable root itself: a real directory or file
-                try:
-                    loc = self.sandbox.locate(absolute(root), op="read")
-                    lst = self._fstat(self._resolved(loc), "no such directory")
-                except (SandboxError, ScriptError):
-                    continue
-                kind = _kind_of(lst.st_mode)
-                entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, lst, loc.host, None, loc)
-                if kind in ("directory", "file") and self._readable_entry(entry):
-                    entries.append(entry)
-            else:  # a step on the way to deeper readable roots
-                entries.append(WalkEntry(vprefix + name, rprefix + name, name, "directory", VIRTUAL_DIR_STAT,
-                                         VIRTUAL_DIR_STAT, None, None, None, virtual=True))
-        entries.sort(key=lambda e: e.name)
-        return iter(entries)
+        return entries
+
+    def _root_entries(self, parts, name: str, root, prefixes) -> list[WalkEntry]:
+        """The next step toward a readable root below a virtual directory: the root itself (a
+        real directory or file), or a purely virtual directory on the way to deeper roots."""
+        vprefix, rprefix = prefixes
+        if len(root) != len(parts) + 1:
+            return [WalkEntry(vprefix + name, rprefix + name, name, "directory", VIRTUAL_DIR_STAT,
+                              VIRTUAL_DIR_STAT, None, None, None, virtual=True)]
+        try:
+            loc = self.sandbox.locate(absolute(root), op="read")
+            lst = self._fstat(self._resolved(loc), "no such directory")
+        except (SandboxError, ScriptError):
+            return []
+        kind = _kind_of(lst.st_mode)
+        entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, lst, loc.host, None, loc)
+        return [entry] if kind in ("directory", "file") and self._readable_entry(entry) else []
 
     def walk(self, dir_res: Resolved, recursive: bool, check: Callable[[], None] | None = None,
              prune: Callable[[WalkEntry], bool] | None = None) -> Iterator[WalkEntry]:

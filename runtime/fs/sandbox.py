@@ -340,23 +340,30 @@ class Sandbox:
         PathNotInSandboxError (a prefix the parent cannot read), PathNotWritableError (a
         prefix the parent cannot write, or readonly=False on a sandbox that cannot write)."""
 
-        def prefixes(value, name) -> tuple[tuple[str, ...], ...] | None:
-            if value is None:
-                return None
-            items = [value] if isinstance(value, str) else value
-            if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
-                raise SandboxError(f"derive: {name} must be a path or a list of paths")
-            try:
-                return tuple(dict.fromkeys(paths.split(i) for i in items))
-            except PathNotInSandboxError as exc:
-                raise self._outside(f"derive: {name}: {exc}") from None
-            except InvalidPathError as exc:
-                raise InvalidPathError(f"derive: {name}: {exc}. {self.describe_access()}") from None
-
-        reads = prefixes(allow_read, "allow_read")
-        writes = prefixes(allow_write, "allow_write")
+        reads = self._prefixes(allow_read, "allow_read")
+        writes = self._prefixes(allow_write, "allow_write")
         if readonly and writes:
             raise SandboxError("derive: allow_write contradicts readonly=True")
+        self._check_narrower(reads, writes)
+        if readonly is False and not self.writable_roots:
+            raise PathNotWritableError("derive: readonly=False cannot give write access: the parent sandbox is read-only")
+        return self._child(reads, writes, bool(readonly), inherit)
+
+    def _prefixes(self, value, name) -> tuple[tuple[str, ...], ...] | None:
+        if value is None:
+            return None
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) for i in items):
+            raise SandboxError(f"derive: {name} must be a path or a list of paths")
+        try:
+            return tuple(dict.fromkeys(paths.split(i) for i in items))
+        except PathNotInSandboxError as exc:
+            raise self._outside(f"derive: {name}: {exc}") from None
+        except InvalidPathError as exc:
+            raise InvalidPathError(f"derive: {name}: {exc}. {self.describe_access()}") from None
+
+    def _check_narrower(self, reads, writes) -> None:
+        """Refuse a derived sandbox that would read or write what this one cannot."""
         for w in writes or ():
             if not self._allows(w, "write"):
                 if self._allows(w, "read"):
@@ -368,14 +375,13 @@ class Sandbox:
         for r in reads or ():
             if not self._allows(r, "read"):
                 raise self._outside(f"derive: cannot allow reading {absolute(r)!r}: it is not readable in the parent")
-        if readonly is False and not self.writable_roots:
-            raise PathNotWritableError("derive: readonly=False cannot give write access: the parent sandbox is read-only")
 
+    def _child(self, reads, writes, readonly: bool, inherit: bool) -> "Sandbox":
         child = object.__new__(Sandbox)
         child.config = self.config
         child._shared = self._shared
         child._parent = self
-        child._readonly = bool(readonly)
+        child._readonly = readonly
         if inherit:
             child._write_rules = writes
             child._read_rules = None if reads is None and writes is None else (reads or ()) + (writes or ())

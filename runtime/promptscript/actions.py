@@ -49,7 +49,7 @@ from runtime.promptscript.command import DEFAULT_OUTPUT_CAP, CommandTimeout, run
 from runtime.promptscript.patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.promptscript.policy import intersect_paths, under
 from runtime.promptscript.runlog import RUN_LOG_DIR
-from runtime.services.files import glob_to_regex
+from runtime.services.globs import glob_matcher
 from runtime.services.toolset import FileSystemToolset
 from wire import protocol
 
@@ -72,17 +72,6 @@ def minimal_paths(paths) -> list[str]:
 
     unique = sorted(set(paths))
     return [p for p in unique if not any(q != p and under(p, q) for q in unique)]
-
-
-def glob_matcher(glob: str):
-    """A glob without '/' matches a file's name at any depth ("*.py" matches "src/a.py", as in
-    ripgrep and .gitignore); a glob with '/' matches the whole project-relative path, from the
-    project root ("src/*.py", "**/test_*.py"; a leading '/' changes nothing: "/*.md")."""
-    if "/" in glob:
-        pattern = glob_to_regex(glob.lstrip("/"))
-        return lambda rel: pattern.match(rel) is not None
-    pattern = glob_to_regex(glob)
-    return lambda rel: pattern.match(rel.rsplit("/", 1)[-1]) is not None
 
 
 class ProjectActions:

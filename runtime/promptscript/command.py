@@ -64,6 +64,34 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
     """Run ``program`` (an absolute path) with ``args`` in the project ``cwd``;
     -> {exitCode, stdout, stderr, truncated, ms[, signal][, jail]}. ``layers``, when given, gets
     the jail's report of every layer."""
+    proc, status_r = _launch(program, args, cwd, timeout_s, shown, isolation)
+    started = time.monotonic()
+    kept, total, status, timed_out = _collect(proc, status_r, started + timeout_s, output_cap)
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    applied = _jail_report(status, proc.returncode)
+    if layers is not None:
+        layers.update(applied)
+    if timed_out:
+        raise CommandTimeout(f"RUN_CMD: {shown} timed out after {int(timeout_s * 1000)} ms "
+                             "and was killed (its whole process group)")
+    code = proc.returncode
+    result = {
+        "exitCode": code if code >= 0 else 128 - code,
+        "stdout": kept["stdout"].decode("utf-8", "replace"),
+        "stderr": kept["stderr"].decode("utf-8", "replace"),
+        "truncated": total["stdout"] > output_cap or total["stderr"] > output_cap,
+        "ms": elapsed_ms,
+    }
+    if code < 0:
+        result["signal"] = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+    missing = {name: value for name, value in applied.items() if not value.startswith("active")}
+    if missing:
+        result["jail"] = {"missing": missing}
+    return result
+
+
+def _launch(program: str, args: list[str], cwd: str, timeout_s: float, shown: str, isolation: str):
+    """The jailed launcher's process, and the pipe its layer report comes on."""
     from runtime import jail
 
     extra = installation(program)
@@ -82,8 +110,12 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
         raise ScriptError(f"RUN_CMD: cannot start {shown}: {exc.strerror}") from None
     finally:
         os.close(status_w)
-    started = time.monotonic()
-    deadline = started + timeout_s
+    return proc, status_r
+
+
+def _collect(proc, status_r: int, deadline: float, output_cap: int):
+    """Read the command's output (keeping ``output_cap`` bytes of each stream) and the jail's
+    report until it ends or the deadline passes; the whole group is killed either way."""
     kept = {"stdout": bytearray(), "stderr": bytearray()}
     total = {"stdout": 0, "stderr": 0}
     status = bytearray()
@@ -104,14 +136,11 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     sel.unregister(key.fileobj)
-                    continue
-                if key.data == "status":
+                elif key.data == "status":
                     status += chunk[:4000]
-                    continue
-                total[key.data] += len(chunk)
-                room = output_cap - len(kept[key.data])
-                if room > 0:
-                    kept[key.data] += chunk[:room]
+                else:
+                    total[key.data] += len(chunk)
+                    kept[key.data] += chunk[:max(0, output_cap - len(kept[key.data]))]
             if proc.poll() is not None:
                 _killpg(proc.pid)  # leftovers of the group: nothing outlives the action
         try:
@@ -125,30 +154,15 @@ def run_command(program: str, args: list[str], *, cwd: str, timeout_s: float, sh
         proc.stdout.close()
         proc.stderr.close()
         os.close(status_r)
-    elapsed_ms = int((time.monotonic() - started) * 1000)
+    return kept, total, status, timed_out
+
+
+def _jail_report(status: bytes, returncode: int) -> dict:
+    """The layers the launcher applied, or SandboxError when it could not set the jail up."""
     lines = status.decode("utf-8", "replace").splitlines()
     errors = [line.removeprefix("error ") for line in lines if line.startswith("error ")]
     reports = [line.removeprefix("layers ") for line in lines if line.startswith("layers ")]
     if errors or not reports:
-        reason = errors[0] if errors else f"the launcher ended with status {proc.returncode} before the command ran"
+        reason = errors[0] if errors else f"the launcher ended with status {returncode} before the command ran"
         raise SandboxError(f"RUN_CMD: the command jail could not be set up: {reason}")
-    applied = json.loads(reports[0])
-    if layers is not None:
-        layers.update(applied)
-    missing = {name: value for name, value in applied.items() if not value.startswith("active")}
-    if timed_out:
-        raise CommandTimeout(f"RUN_CMD: {shown} timed out after {int(timeout_s * 1000)} ms "
-                             "and was killed (its whole process group)")
-    code = proc.returncode
-    result = {
-        "exitCode": code if code >= 0 else 128 - code,
-        "stdout": kept["stdout"].decode("utf-8", "replace"),
-        "stderr": kept["stderr"].decode("utf-8", "replace"),
-        "truncated": total["stdout"] > output_cap or total["stderr"] > output_cap,
-        "ms": elapsed_ms,
-    }
-    if code < 0:
-        result["signal"] = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-    if missing:
-        result["jail"] = {"missing": missing}
-    return result
+    return json.loads(reports[0])

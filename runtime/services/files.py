@@ -45,14 +45,14 @@ from runtime.fs import paths
 from runtime.fs.entries import Resolved, WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.services.documents import Document, DocumentStore, decode_text, format_toc, is_pdf_name
-from runtime.services.textsearch import Pattern, Searcher, compile_pattern, compile_trusted
+from runtime.services.globs import compile_glob
+from runtime.services.textsearch import Pattern, Searcher, compile_pattern
 
 if TYPE_CHECKING:
     from runtime.services.listing import FileSystemEntry
 
 SCOPES = ("name", "content", "both")
 MAX_PAGES_PER_READ = 10_000
-MAX_GLOB_CHARS = 1_000
 
 _ENTRY_TYPES = {
     "file": "FileEntry",
@@ -71,59 +71,6 @@ def iso_utc(mtime: float) -> str:
         return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(mtime)))
     except (OverflowError, OSError, ValueError):
         return datetime.fromtimestamp(0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def glob_to_regex(glob: str) -> Pattern:
-    """Translate a glob (see module docstring) to a pattern over '/'-paths, run on RE2:
-    `.match(path)` is a full match."""
-    out = []
-    i, n = 0, len(glob)
-    while i < n:
-        c = glob[i]
-        if c == "*":
-            if glob.startswith("**", i):
-                i += 2
-                if i < n and glob[i] == "/":
-                    i += 1
-                    out.append("(?:.*/)?")
-                else:
-                    out.append(".*")
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            j = i + 1
-            if j < n and glob[j] in "!^":
-                j += 1
-            if j < n and glob[j] == "]":
-                j += 1
-            while j < n and glob[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-            else:
-                body = glob[i + 1:j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                body = body.replace("\\", "\\\\")
-                out.append("(?!/)[" + body + "]")
-                i = j
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return compile_trusted("".join(out) + r"\Z", re.DOTALL, what="glob", shown=glob)
-
-
-def compile_glob(glob: str) -> Pattern:
-    """A script's glob, checked, as an anchored regex (see glob_to_regex)."""
-    if not isinstance(glob, str) or not glob:
-        raise ScriptError("a glob must be a non-empty string such as '**/*.md'")
-    if len(glob) > MAX_GLOB_CHARS:
-        raise LimitError(f"glob is too long ({len(glob)} characters, at most {MAX_GLOB_CHARS})")
-    if "\x00" in glob:
-        raise ScriptError("a glob cannot contain a NUL character")
-    return glob_to_regex(glob)
 
 
 class FilesService:

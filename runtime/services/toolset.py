@@ -355,7 +355,8 @@ class FileSystemToolset:
 
     def list_files(self, path: str = "/", pattern: str = "**/*") -> list[str]:
         """Virtual paths of the files under `path` whose path relative to it matches `pattern`."""
-        from runtime.services.files import FilesService, compile_glob
+        from runtime.services.files import FilesService
+        from runtime.services.globs import compile_glob
 
         self._gate("list_files", {"path": path, "pattern": pattern})
         rx = compile_glob(pattern)

@@ -6,9 +6,10 @@ only lists, strings and directories can be iterated; only lists and strings inde
 
 from __future__ import annotations
 
-from . import api
-from .api import DirectoryObject, FileObject, Record, fail, type_name
 from sandbox_worker.client import BrokerClient
+
+from . import builtins as dsl
+from .api import DirectoryObject, FileObject, Record, fail, type_name
 
 # The script-facing API, per type. transpiler/fdsl/surface.py mirrors the union of these names
 # (layer 1); tests/test_surface.py keeps the two equal.
@@ -66,7 +67,7 @@ def deny_write(obj):
 class PrintHook:
     """RestrictedPython turns print(...) into `_print_(_getattr_)._call_print(...)`."""
 
-    def __init__(self, builtins: api.Builtins) -> None:
+    def __init__(self, builtins: dsl.Builtins) -> None:
         self.builtins = builtins
 
     def __call__(self, getattr_hook):
@@ -80,21 +81,21 @@ class PrintHook:
 
 
 def restricted_globals(client: BrokerClient) -> dict:
-    builtins = api.Builtins(client)
+    bound = dsl.Builtins(client)
     safe_builtins = {
-        "print": builtins.print,
-        "len": api.length,
-        "str": api.to_string,
-        "int": api.to_int,
-        "sorted": api.sort,
-        "min": api.extreme(min, "min"),
-        "max": api.extreme(max, "max"),
-        "sum": api.total,
-        "abs": api.absolute,
-        "Directory": builtins.Directory,
-        "File": builtins.File,
-        "inclusive_range": api.inclusive_range,
-        "modulo": api.modulo,
+        "print": bound.print,
+        "len": dsl.length,
+        "str": dsl.to_string,
+        "int": dsl.to_int,
+        "sorted": dsl.sort,
+        "min": dsl.extreme(min, "min"),
+        "max": dsl.extreme(max, "max"),
+        "sum": dsl.total,
+        "abs": dsl.absolute,
+        "Directory": bound.Directory,
+        "File": bound.File,
+        "inclusive_range": dsl.inclusive_range,
+        "modulo": dsl.modulo,
     }
     return {
         "__builtins__": safe_builtins,
@@ -102,5 +103,5 @@ def restricted_globals(client: BrokerClient) -> dict:
         "_getitem_": guarded_getitem,
         "_getiter_": guarded_iter,
         "_write_": deny_write,
-        "_print_": PrintHook(builtins),
+        "_print_": PrintHook(bound),
     }

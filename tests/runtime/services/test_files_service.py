@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from runtime.errors import LimitError, ScriptError
 from runtime.fs.vfs import VirtualFS
 from runtime.services.documents import decode_text
-from runtime.services.files import FilesService, glob_to_regex
+from runtime.services.files import FilesService
+from runtime.services.globs import glob_to_regex
 from runtime.services.textsearch import Searcher, compile_pattern
 from wire.protocol import OPS
 

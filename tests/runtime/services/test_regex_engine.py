@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime.errors import ScriptError
-from runtime.services.files import glob_to_regex
+from runtime.services.globs import glob_to_regex
 from runtime.services.regex_translate import MAX_CHAR
 from runtime.services.textsearch import Searcher, compile_pattern, compile_trusted
 
