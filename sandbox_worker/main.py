@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 
 from RestrictedPython import compile_restricted_exec
 
@@ -38,33 +37,9 @@ def script_position(tb) -> tuple[int | None, int | None]:
     return line, column
 
 
-PYTHON_TYPE_NAMES = {
-    "str": "string",
-    "NoneType": "none",
-    "FileObject": "file",
-    "DirectoryObject": "directory",
-    "Record": "record",
-    "builtin_function_or_method": "function",
-    "method": "function",
-}
-
-
-def dsl_message(exc: BaseException) -> str:
-    """Python's wording of a type or value error, in the DSL's type names."""
-    text = str(exc)
-    concat = re.match(r'can only concatenate (\w+) \(not "(\w+)"\) to \w+', text)
-    if concat:
-        kinds = [PYTHON_TYPE_NAMES.get(k, k) for k in concat.groups()]
-        return f"cannot add {kinds[1]} to {kinds[0]}"
-    if isinstance(exc, NameError):
-        name = getattr(exc, "name", None)
-        return f"variable '{name}' is not defined at this point" if name else text
-    if isinstance(exc, ZeroDivisionError):
-        return "division by zero"
-    return re.sub(r"'(\w+)'", lambda m: f"'{PYTHON_TYPE_NAMES.get(m.group(1), m.group(1))}'", text)
-
-
-def classify(exc: BaseException, limits: dict) -> tuple[str, str]:
+def classify(exc: BaseException, limits: dict, language) -> tuple[str, str]:
+    """(kind, message) of what stopped the script; Python's own errors in the language's words
+    (each language package has ``python_message(exc)``)."""
     if isinstance(exc, ScriptFailure):
         return exc.kind, exc.message
     if isinstance(exc, MemoryError):
@@ -72,7 +47,7 @@ def classify(exc: BaseException, limits: dict) -> tuple[str, str]:
     if isinstance(exc, RecursionError):
         return "LimitError", "recursion too deep"
     if isinstance(exc, (TypeError, ValueError, NameError, ZeroDivisionError, IndexError, KeyError, OverflowError)):
-        return "RuntimeError", dsl_message(exc)
+        return "RuntimeError", language.python_message(exc)
     return "RuntimeError", f"{type(exc).__name__}: {exc}"
 
 
@@ -93,6 +68,7 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
     mode "restricted" is every script's. Mode "os" runs plain Python with full builtins, so
     tests and audits can attack the process layer alone (the broker chooses it, never a script).
     """
+    language = importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")  # imported before hardening
     if mode == "os":
         try:
             code_object = compile(code, SCRIPT_FILENAME, "exec")
@@ -103,12 +79,11 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
         compiled = compile_restricted_exec(code, filename=SCRIPT_FILENAME)
         if compiled.errors or compiled.code is None:
             return {"kind": "InternalError", "msg": "code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
-        language = importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
         code_object, namespace = compiled.code, language.restricted_globals(client)
     try:
         exec(code_object, namespace)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
-        kind, message = classify(exc, limits)
+        kind, message = classify(exc, limits, language)
         line, column = script_position(exc.__traceback__)
         return {"kind": kind, "msg": message, "line": line, "col": column}
     return None

@@ -116,3 +116,18 @@ def test_every_public_name_of_runtime_resolves():
 
     missing = [name for name in runtime.__all__ if not hasattr(runtime, name)]
     assert missing == []
+
+
+def test_every_language_has_its_three_parts():
+    """A language is a transpiler package, a worker package and its name on the wire."""
+    import importlib
+
+    import transpiler
+    from wire import protocol
+
+    assert set(transpiler.LANGUAGES) == set(protocol.LANGUAGES)
+    for name in transpiler.LANGUAGES:
+        for phase in ("parse", "check", "emit"):
+            assert transpiler.language(name).part(phase)
+        worker = importlib.import_module(f"sandbox_worker.lang.{name}")
+        assert callable(worker.restricted_globals) and callable(worker.python_message), name

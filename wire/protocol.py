@@ -108,6 +108,46 @@ OPS: dict[str, dict[str, str]] = {
 PS_ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
 PS_PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")
 
+# What a `with policy` object may say: key -> (type, what it must be). check_policy() is the
+# one check of it; the worker runs it for an early, located message, the broker again.
+PS_POLICY_KEYS: dict[str, tuple[str, str]] = {
+    "allowActions": ("strs", "an array of action names"),
+    "allowCommands": ("strs", "an array of command names"),
+    "maxFileBytes": ("count", "a non-negative integer"),
+    "maxFilesChanged": ("count", "a non-negative integer"),
+    "allowRead": ("strs", "an array of project paths"),
+    "allowWrite": ("strs", "an array of project paths"),
+}
+MAX_POLICY_ITEMS = 1000
+
+
+def check_policy(policy, type_name=lambda value: type(value).__name__) -> dict:
+    """A copy of a `with policy` object whose every key and value is as PS_POLICY_KEYS says;
+    otherwise ValueError naming what is wrong (``type_name`` words a value's type)."""
+    if type(policy) is not dict:
+        raise ValueError(f"a policy must be an object, not {type_name(policy)}")
+    out = {}
+    for key, value in policy.items():
+        if key not in PS_POLICY_KEYS:
+            raise ValueError(f"unknown policy key '{str(key)[:40]}' (known: {', '.join(PS_POLICY_KEYS)})")
+        kind, what = PS_POLICY_KEYS[key]
+        if kind == "count":
+            if type(value) is not int or value < 0:
+                raise ValueError(f"policy {key} must be {what}")
+            out[key] = value
+            continue
+        if type(value) is not list or any(type(v) is not str for v in value):
+            raise ValueError(f"policy {key} must be {what}")
+        if len(value) > MAX_POLICY_ITEMS:
+            raise ValueError(f"policy {key} has {len(value)} items (at most {MAX_POLICY_ITEMS})")
+        if key == "allowActions":
+            unknown = [name for name in value if name not in PS_ACTIONS]
+            if unknown:
+                raise ValueError(f"policy allowActions: unknown action '{unknown[0][:40]}' (actions: {', '.join(PS_ACTIONS)})")
+        out[key] = list(value)
+    return out
+
+
 # Each action's arguments: name -> (type, required, what the script must give). Types: "str",
 # "int", "bool", "strs" (an array of strings), "list" (an array, its items checked by the
 # action). Checked in the broker, after the budgets and the policy, by

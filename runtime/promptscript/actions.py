@@ -5,9 +5,9 @@ the command line asks on the terminal, ``--yes`` pre-approves, no terminal refus
 actions and policies are project-relative ("src/a.py"; a leading "/" means the project root;
 climbing above it is refused).
 
-Scopes: ``ProjectActions.sandboxes`` is a stack beside the broker's policy stack. The bottom is
-the project Sandbox; each ``with policy`` pushes ``Sandbox.derive(allow_read, allow_write)``
-of the scope below it, with the scope's effective (intersected) path lists, so an inner scope
+Scopes: each scope of the run's PolicyStack holds its Sandbox (``bind``). The bottom is the
+project Sandbox; each ``with policy`` pushes ``Sandbox.derive(allow_read, allow_write)`` of
+the scope below it, with the scope's effective (intersected) path lists, so an inner scope
 can never reach more than the outer one (derive refuses to widen). Writes are confined to
 the readable part too: the write list handed to derive is allowWrite intersected with
 allowRead, so ``allowRead: ["src"]`` alone also keeps writes inside src.
@@ -84,7 +84,8 @@ class ProjectActions:
         self.isolation = isolation  # "strict": RUN_CMD refuses to run without its whole jail
         config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
                                              write_approval=write_approval)])
-        self.sandboxes: list[Sandbox] = [Sandbox(config)]
+        self.root = Sandbox(config)
+        self.scopes = None  # the run's PolicyStack, once bound: it holds each scope's Sandbox
         self.approvals = Approvals(approve)  # remembered for the run
         self.deadline = deadline if deadline is not None else _NoDeadline()
         self.output_cap = output_cap
@@ -100,22 +101,22 @@ class ProjectActions:
 
     @property
     def sandbox(self) -> Sandbox:
-        return self.sandboxes[-1]
+        return self.scopes.sandbox if self.scopes is not None else self.root
 
-    def enter(self, effective: dict) -> None:
+    def bind(self, scopes) -> None:
+        """Keep each scope's Sandbox on the run's policy stack, the project Sandbox at the bottom."""
+        scopes.attach(self.root, self.derive_scope)
+        self.scopes = scopes
 
+    @staticmethod
+    def derive_scope(parent: Sandbox, effective: dict) -> Sandbox:
         # What cannot be read cannot be written: `allowRead: ["src"]` alone confines writes too.
         writes = intersect_paths(effective["allowRead"], effective["allowWrite"])
         try:
-            child = self.sandbox.derive(allow_read=[rooted(p) for p in effective["allowRead"]],
-                                       allow_write=[rooted(p) for p in writes])
+            return parent.derive(allow_read=[rooted(p) for p in effective["allowRead"]],
+                                 allow_write=[rooted(p) for p in writes])
         except SandboxError as exc:
             raise SandboxError(f"policy: {exc}") from None
-        self.sandboxes.append(child)
-
-    def exit(self) -> None:
-        if len(self.sandboxes) > 1:
-            self.sandboxes.pop()
 
     def handlers(self) -> dict:
         return {"READ_FILE": self.read_file, "WRITE_FILE": self.write_file, "PATCH_FILE": self.patch_file,

@@ -9,8 +9,6 @@ from runtime.fs.paths import relative
 from wire import protocol
 
 ACTIONS = protocol.PS_ACTIONS
-POLICY_LIST_KEYS = ("allowActions", "allowCommands", "allowRead", "allowWrite")
-POLICY_INT_KEYS = ("maxFileBytes", "maxFilesChanged")
 DEFAULT_MAX_FILE_BYTES = 500_000
 
 
@@ -37,25 +35,15 @@ def intersect_paths(outer: list, inner: list) -> list:
 
 
 def validate_policy(policy) -> dict:
-    """The broker's own check of a policy object (the worker's is only for early messages)."""
-    if type(policy) is not dict:
-        raise ActionError("a policy must be an object")
-    out: dict = {}
-    for key, value in policy.items():
-        if key in POLICY_INT_KEYS:
-            if type(value) is not int or value < 0:
-                raise ActionError(f"policy {key} must be a non-negative integer")
-            out[key] = value
-        elif key in POLICY_LIST_KEYS:
-            if type(value) is not list or any(type(v) is not str for v in value) or len(value) > 1000:
-                raise ActionError(f"policy {key} must be an array of strings")
-            if key == "allowActions":
-                bad = [v for v in value if v not in ACTIONS]
-                if bad:
-                    raise ActionError(f"policy allowActions: unknown action '{bad[0]}'")
-            out[key] = [norm_path(v) for v in value] if key in ("allowRead", "allowWrite") else list(value)
-        else:
-            raise ActionError(f"unknown policy key '{str(key)[:40]}'")
+    """The broker's check of a policy object (wire.protocol.check_policy, the one the worker
+    also runs), with its paths in the project-relative form the scope stack compares."""
+    try:
+        out = protocol.check_policy(policy)
+    except ValueError as exc:
+        raise ActionError(str(exc)) from None
+    for key in ("allowRead", "allowWrite"):
+        if key in out:
+            out[key] = [norm_path(v) for v in out[key]]
     return out
 
 
@@ -77,28 +65,45 @@ def intersect(outer: dict, inner: dict) -> dict:
 
 
 class PolicyStack:
+    """The run's scopes, one stack: each `with policy` pushes its intersection with the scope
+    around it and, in a run with a project, the Sandbox derived for it (``attach``), so the
+    policy in force and the files it may touch are never two stacks to keep in step."""
+
     def __init__(self, allow_commands=(), max_files_changed: int | None = None) -> None:
-        self.stack = [{
+        base = {
             "allowActions": list(ACTIONS),
             "allowCommands": list(allow_commands),
             "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
             "maxFilesChanged": max_files_changed,
             "allowRead": ["."],
             "allowWrite": ["."],
-        }]
+        }
+        self.scopes: list[tuple[dict, object]] = [(base, None)]
+        self.derive = None  # derive(parent Sandbox, effective policy) -> the scope's Sandbox
+
+    def attach(self, root, derive) -> None:
+        """Give the bottom scope its Sandbox, and every scope entered later one derived from it."""
+        self.scopes[0] = (self.scopes[0][0], root)
+        self.derive = derive
 
     @property
     def current(self) -> dict:
-        return self.stack[-1]
+        return self.scopes[-1][0]
+
+    @property
+    def sandbox(self):
+        return self.scopes[-1][1]
 
     def enter(self, policy: dict) -> dict:
-        if len(self.stack) > 1000:
+        if len(self.scopes) > 1000:
             raise LimitError("policy scopes nested too deep")
-        self.stack.append(intersect(self.current, validate_policy(policy)))
-        return self.current
+        effective = intersect(self.current, validate_policy(policy))
+        sandbox = self.derive(self.sandbox, effective) if self.derive is not None else None
+        self.scopes.append((effective, sandbox))  # only once both are made: a refusal pushes nothing
+        return effective
 
     def exit(self) -> dict:
-        if len(self.stack) == 1:
+        if len(self.scopes) == 1:
             raise ActionError("no policy scope to leave")
-        self.stack.pop()
+        self.scopes.pop()
         return self.current

@@ -23,8 +23,8 @@ its decision:
   * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout, block
     start/end, a budget the worker enforces); ``end`` records the final step count.
 
-With a project, ``self.files`` (ProjectActions) keeps a Sandbox per scope beside the policy
-stack: the project mount at the bottom, ``Sandbox.derive`` for each ``with policy``.
+With a project, each scope of the policy stack also holds its Sandbox (``ProjectActions.bind``):
+the project mount at the bottom, ``Sandbox.derive`` for each ``with policy``.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ class PSSession:
                                         stop=self.stop,
                                         protected=frozenset({self.log.identity}) if self.log else frozenset(),
                                         isolation=options.isolation)
+            self.files.bind(self.policies)
             self.actions.update(self.files.handlers())
         if self.log:
             try:
@@ -221,18 +222,10 @@ class PSSession:
         if change == "enter":
             value = policy
             effective = self.policies.enter(value)
-            if self.files is not None:
-                try:
-                    self.files.enter(effective)
-                except ScriptError:
-                    self.policies.exit()
-                    raise
             self.event("scope_enter", line=line, policy=value, effective=effective)
             return effective
         if change == "exit":
             restored = self.policies.exit()
-            if self.files is not None:
-                self.files.exit()
             self.event("scope_exit", line=line, restored=restored)
             return restored
         raise ActionError(f"unknown scope change {change[:40]!r}")

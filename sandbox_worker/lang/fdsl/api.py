@@ -7,6 +7,8 @@ visibility rules: everything not listed there is unreachable.
 
 from __future__ import annotations
 
+import re
+
 from sandbox_worker.client import BrokerClient, ScriptFailure
 
 TYPE_NAMES = {str: "string", int: "int", bool: "bool", list: "list"}
@@ -312,3 +314,29 @@ class DirectoryObject:
 
     def __hash__(self) -> int:
         return hash(self._path)
+
+
+PYTHON_TYPE_NAMES = {
+    "str": "string",
+    "NoneType": "none",
+    "FileObject": "file",
+    "DirectoryObject": "directory",
+    "Record": "record",
+    "builtin_function_or_method": "function",
+    "method": "function",
+}
+
+
+def python_message(exc: BaseException) -> str:
+    """Python's wording of a type or value error, in the DSL's type names."""
+    text = str(exc)
+    concat = re.match(r'can only concatenate (\w+) \(not "(\w+)"\) to \w+', text)
+    if concat:
+        kinds = [PYTHON_TYPE_NAMES.get(k, k) for k in concat.groups()]
+        return f"cannot add {kinds[1]} to {kinds[0]}"
+    if isinstance(exc, NameError):
+        name = getattr(exc, "name", None)
+        return f"variable '{name}' is not defined at this point" if name else text
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    return re.sub(r"'(\w+)'", lambda m: f"'{PYTHON_TYPE_NAMES.get(m.group(1), m.group(1))}'", text)

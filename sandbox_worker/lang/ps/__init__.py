@@ -33,6 +33,8 @@ Everything else is refused with a script error.
 
 from __future__ import annotations
 
+__all__ = ["restricted_globals", "python_message"]
+
 from sandbox_worker.client import BrokerClient
 
 from .blocks import MainBlock, PolicyScope, RetryBlock, TimeoutBlock
@@ -58,6 +60,7 @@ from .values import (
     ps_range,
     ps_range_iter,
     ps_sub,
+    python_message,
 )
 
 

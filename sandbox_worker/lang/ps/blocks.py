@@ -6,13 +6,12 @@ import signal
 import time
 
 from sandbox_worker.client import ScriptFailure
+from wire import protocol
 
 from .errors import (
-    ACTIONS,
     MAX_BLOCK_MS,
     MAX_RETRY_ATTEMPTS,
     PLAN_KEYS,
-    POLICY_KEYS,
     PSError,
     TimeoutInterrupt,
     catchable,
@@ -188,31 +187,11 @@ MACHINERY.update(f.__code__ for f in (
 ))
 
 
-def _string_list(value, key: str, line: int) -> list:
-    if type(value) is not list or any(type(v) is not str for v in value):
-        raise PSError(f"policy {key} must be {POLICY_KEYS[key]} (line {line})")
-    return list(value)
-
-
 def validate_policy(policy, line: int) -> dict:
-    if type(policy) is not dict:
-        raise PSError(f"a policy must be an object, not {type_name(policy)} (line {line})")
-    out = {}
-    for key, value in policy.items():
-        if key not in POLICY_KEYS:
-            raise PSError(f"unknown policy key '{key}' (known: {', '.join(POLICY_KEYS)}) (line {line})")
-        if key in ("maxFileBytes", "maxFilesChanged"):
-            if type(value) is not int or value < 0:
-                raise PSError(f"policy {key} must be {POLICY_KEYS[key]} (line {line})")
-            out[key] = value
-            continue
-        items = _string_list(value, key, line)
-        if key == "allowActions":
-            for name in items:
-                if name not in ACTIONS:
-                    raise PSError(f"policy allowActions: unknown action '{name}' (actions: {', '.join(ACTIONS)}) (line {line})")
-        out[key] = items
-    return out
+    try:
+        return protocol.check_policy(policy, type_name)
+    except ValueError as exc:
+        raise PSError(f"{exc} (line {line})") from None
 
 
 def validate_plan(plan) -> tuple[str, dict]:

@@ -6,14 +6,6 @@ from sandbox_worker.client import ScriptFailure
 from wire import protocol
 
 ACTIONS = protocol.PS_ACTIONS
-POLICY_KEYS = {
-    "allowActions": "an array of action names",
-    "allowCommands": "an array of command names",
-    "maxFileBytes": "a non-negative integer",
-    "maxFilesChanged": "a non-negative integer",
-    "allowRead": "an array of project paths",
-    "allowWrite": "an array of project paths",
-}
 PLAN_KEYS = ("action", "args", "done", "confidence", "reason")
 MAX_RETRY_ATTEMPTS = 1000
 MAX_BLOCK_MS = 24 * 3600 * 1000

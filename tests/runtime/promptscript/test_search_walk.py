@@ -87,7 +87,7 @@ def test_a_policy_that_allows_one_file_searches_that_file(tmp_path):
     (project / "other.md").write_text("TODO other\n")
     actions = ProjectActions(project, write_approval=False)
     policies = PolicyStack()
+    actions.bind(policies)
     scope = policies.enter({"allowRead": ["README.md", "src"]})
-    actions.enter(scope)
     assert names(actions.search({}, scope)) == ["README.md", "src/a.py"]
     assert [h["path"] for h in actions.search({"query": "TODO"}, scope)[0]] == ["README.md", "src/a.py"]
