@@ -44,6 +44,40 @@ def os_error(vpath: str, exc: OSError) -> ScriptError:
     return ScriptError(f"cannot access {vpath}: {exc.strerror or 'error'}")
 
 
+def regular(fd: int, shown: str, prefix: str = "") -> os.stat_result:
+    """fstat of an opened file that must be a regular file: a directory or a FIFO is refused
+    (a FIFO could block the broker)."""
+    st = os.fstat(fd)
+    if statmod.S_ISDIR(st.st_mode):
+        raise ScriptError(f"{prefix}{shown} is a directory, not a file")
+    if not statmod.S_ISREG(st.st_mode):
+        raise ScriptError(f"{prefix}{shown} is not a regular file")
+    return st
+
+
+def read_upto(fd: int, size_hint: int, limit: int | None) -> tuple[bytes, int]:
+    """At most ``limit`` bytes of an opened regular file (None: all of it), and how many bytes
+    were seen (more than ``limit`` when the file holds more). One read when the file is as
+    large as fstat said; a file that grew is read on in 1 MiB chunks; EAGAIN ends the read.
+    OSError is the caller's to word."""
+    chunks: list[bytes] = []
+    seen = 0
+    want = (size_hint if limit is None else min(size_hint, limit)) + 1
+    try:
+        while True:
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            seen += len(chunk)
+            if limit is not None and seen > limit:
+                return b"".join(chunks)[:limit], seen
+            want = 1 << 20
+    except BlockingIOError:
+        pass
+    return b"".join(chunks), seen
+
+
 class SandboxFiles:
     def __init__(self, sandbox: Sandbox, protected: frozenset[tuple[int, int]] = frozenset()) -> None:
         self.sandbox = sandbox
@@ -60,30 +94,17 @@ class SandboxFiles:
             raise os_error(shown_path(path), exc) from None
         shown = absolute(loc.requested)
         try:
-            st = os.fstat(fd)
-            if statmod.S_ISDIR(st.st_mode):
-                raise ScriptError(f"{shown} is a directory, not a file")
-            if not statmod.S_ISREG(st.st_mode):
-                raise ScriptError(f"{shown} is not a regular file")
+            st = regular(fd, shown)
             mount = loc.mount.mount
             sb.check_suffix(Path(loc.parts[-1]), mount, virtual_path=shown)
             sb.check_size(Path(), mount, virtual_path=shown, size=st.st_size)
             limit = min(mount.max_file_bytes if mount.max_file_bytes is not None else MAX_READ_BYTES, MAX_READ_BYTES)
             if st.st_size > limit:
                 raise FileTooLargeError(f"{shown!r} is {st.st_size} bytes, over the limit of {limit} bytes per read")
-            chunks, total = [], 0
-            while True:
-                try:
-                    chunk = os.read(fd, 1 << 20)
-                except BlockingIOError:
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
-                if total > limit:
-                    raise FileTooLargeError(f"{shown!r} grew over the limit of {limit} bytes while being read")
-            return b"".join(chunks), loc
+            data, seen = read_upto(fd, st.st_size, limit)
+            if seen > limit:
+                raise FileTooLargeError(f"{shown!r} grew over the limit of {limit} bytes while being read")
+            return data, loc
         except OSError as exc:
             raise os_error(shown, exc) from None
         finally:

@@ -42,6 +42,7 @@ from runtime.fs import paths, safeio
 from runtime.fs.approvals import Approvals
 from runtime.fs.config import config_from_data
 from runtime.fs.entries import VIRTUAL_DIR_STAT, Resolved, WalkEntry
+from runtime.fs.fileio import read_upto, regular
 from runtime.fs.listings import Listings
 from runtime.fs.mounts import Location, MountState
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative
@@ -226,11 +227,7 @@ class VirtualFS(Listings):
         A file larger than max_bytes raises OverflowError(size): the caller owns the limit."""
         fd = self._open_read(res.loc, res.vpath)
         try:
-            st = os.fstat(fd)
-            if statmod.S_ISDIR(st.st_mode):
-                raise ScriptError(f"{res.vpath} is a directory, not a file")
-            if not statmod.S_ISREG(st.st_mode):
-                raise ScriptError(f"{res.vpath} is not a regular file")
+            st = regular(fd, res.vpath)
             self.check_readable(res.loc, res.vpath, st.st_size)
             if max_bytes is not None and st.st_size > max_bytes:
                 raise OverflowError(st.st_size)
@@ -247,7 +244,7 @@ class VirtualFS(Listings):
         fd = self._open_read(entry.loc, entry.vpath)
         try:
             st = os.fstat(fd)
-            if not statmod.S_ISREG(st.st_mode):
+            if not statmod.S_ISREG(st.st_mode):  # swapped since the walk: even a directory is "not a regular file"
                 raise ScriptError(f"{entry.vpath} is not a regular file")
             limit = _min_limit(max_bytes, entry.loc.mount.mount.max_file_bytes)
             return self._read_fd(fd, st.st_size, limit, entry.vpath, entry.loc)
@@ -256,27 +253,16 @@ class VirtualFS(Listings):
 
     def _read_fd(self, fd: int, size_hint: int, max_bytes: int | None, vpath: str, loc: Location | None = None) -> bytes:
         try:
-            data = os.read(fd, size_hint + 1)
-            if len(data) <= size_hint:
-                return data  # EOF reached (the common case: one read)
-            chunks = [data]
-            total = len(data)
-            while True:  # the file grew: keep reading, bounded by max_bytes
-                if max_bytes is not None and total > max_bytes:
-                    if loc is not None:
-                        self.check_readable(loc, vpath, total)
-                    raise OverflowError(total)
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
-                total += len(chunk)
-        except BlockingIOError:
-            return b""
+            data, seen = read_upto(fd, size_hint, max_bytes)
         except OSError as exc:
             if exc.errno == errno.EISDIR:
                 raise ScriptError(f"{vpath} is a directory, not a file") from None
             raise ScriptError(f"cannot read {vpath}: {exc.strerror or 'error'}") from None
+        if max_bytes is not None and seen > max_bytes:  # the file grew past the limit while read
+            if loc is not None:
+                self.check_readable(loc, vpath, seen)
+            raise OverflowError(seen)
+        return data
 
 
 def _min_limit(a: int | None, b: int | None) -> int | None:

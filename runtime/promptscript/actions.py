@@ -31,7 +31,6 @@ import codecs
 import math
 import os
 import shutil
-import stat as statmod
 import time
 from pathlib import Path
 from typing import Callable
@@ -40,7 +39,7 @@ from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, Script
 from runtime.fs import paths, safeio
 from runtime.fs.approvals import Approvals
 from runtime.fs.config import Mount, SandboxConfig
-from runtime.fs.fileio import os_error
+from runtime.fs.fileio import os_error, read_upto, regular
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative, rooted
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
@@ -174,26 +173,12 @@ class ProjectActions:
         fd, loc = self._open_read(action, sb, path, policy)
         shown = relative(loc.requested)
         try:
-            st = os.fstat(fd)
-            if statmod.S_ISDIR(st.st_mode):
-                raise ScriptError(f"{action}: {shown} is a directory, not a file")
-            if not statmod.S_ISREG(st.st_mode):
-                raise ScriptError(f"{action}: {shown} is not a regular file")
+            st = regular(fd, shown, f"{action}: ")
             cap = policy["maxFileBytes"]
             if st.st_size > cap:
                 raise SandboxError(f"{action}: {shown} is {st.st_size} bytes; the policy's maxFileBytes is {cap}")
-            want = st.st_size if limit is None else min(limit, st.st_size)
-            chunks, got = [], 0
-            while got < want:
-                try:
-                    chunk = os.read(fd, min(1 << 20, want - got))
-                except BlockingIOError:
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                got += len(chunk)
-            return b"".join(chunks), st.st_size, shown
+            data, _seen = read_upto(fd, st.st_size, st.st_size if limit is None else min(limit, st.st_size))
+            return data, st.st_size, shown
         except OSError as exc:
             raise os_error(shown, exc) from None
         finally:
