@@ -160,6 +160,9 @@ def build_root(trees: dict[str, int]) -> None:
     for path in SYSTEM_DIRS:
         if os.path.islink(path):  # merged /usr: /bin -> usr/bin
             os.symlink(os.readlink(path), root + path)
+    # The private /tmp first: a tree that lives under /tmp (a virtualenv there) is placed in it.
+    os.makedirs(root + "/tmp")
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
     for path, tree in trees.items():
         target = root + path
         if path.startswith("/dev/"):
@@ -168,8 +171,6 @@ def build_root(trees: dict[str, int]) -> None:
         else:
             os.makedirs(target, exist_ok=True)
         place(tree, target)
-    os.makedirs(root + "/tmp")
-    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
     os.makedirs(root + "/proc")
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(root + "/.old")

@@ -216,3 +216,23 @@ def test_without_landlock_strict_refuses_and_the_default_says_what_is_missing(wo
         assert outcome["result"]["stdout"] == "ran\n"
         assert outcome["result"]["jail"] == {"missing": {"landlock": "missing: Landlock not available"}}
         assert all(v.startswith("active") for k, v in outcome["layers"].items() if k != "landlock"), outcome
+
+
+def test_a_program_installed_under_tmp_runs_and_tmp_stays_private(broker, world):
+    """A virtualenv under /tmp (a CI checkout there) is one of the command's read-only trees:
+    it is placed inside the command's own /tmp, never in the way of it."""
+    project, _outside = world
+    prefix = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        (prefix / "bin").mkdir()
+        tool = prefix / "bin" / "hello"
+        tool.write_text("#!/bin/sh\necho hello from $0\nls /tmp | wc -l\n")
+        tool.chmod(0o755)
+        os.chmod(prefix, 0o755)
+        result = cmd(project, str(tool))
+        assert result["exitCode"] == 0, result
+        lines = result["stdout"].splitlines()
+        assert lines[0] == f"hello from {tool}"
+        assert lines[1].strip() == "1"  # /tmp holds only the way to the tree, nothing of the host's
+    finally:
+        shutil.rmtree(prefix)
