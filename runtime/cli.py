@@ -97,8 +97,9 @@ PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--m
                    ("--max-tool-calls", "max_tool_calls"), ("--max-files-changed", "max_files_changed"),
                    ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
                    ("--allow-command", "allow_command"))
-PS_DEFAULTS = {"max_steps": 50_000, "max_time": 600_000, "max_tool_calls": 0, "halt_on_loop": False,
-               "max_log_bytes": DEFAULT_MAX_LOG_BYTES, "allow_command": []}
+# option dest -> the PSOptions field whose default it takes when not given
+PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_tool_calls": "max_tool_calls",
+                     "halt_on_loop": "halt_on_loop", "max_log_bytes": "max_log_bytes", "allow_command": "allow_commands"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -201,9 +202,12 @@ def check_run_limits(args) -> None:
 
 def promptscript_options(args) -> tuple[dict, object, float]:
     """A .ps run's options, its opened run log and its wall-clock limit, from the command line."""
-    for dest, value in PS_DEFAULTS.items():
+    from runtime.promptscript.session import PSOptions
+
+    defaults = PSOptions()
+    for dest, name in PS_DEFAULT_FIELDS.items():
         if getattr(args, dest) is None:
-            setattr(args, dest, value)
+            setattr(args, dest, list(getattr(defaults, name)) if dest == "allow_command" else getattr(defaults, name))
     if args.mount or args.config:
         raise UsageError("--mount and --config do not apply to PromptScript yet: its file actions see one "
                          "project directory (--project DIR or --root DIR)")

@@ -118,9 +118,6 @@ class Grammar:
 
 # ---- lark's errors as DSL errors -------------------------------------------------------------
 
-_TOKEN_WORDS = {"_NEWLINE": "end of line", "$END": "end of input"}
-
-
 def _after(tok: Token) -> tuple[int, int]:
     """Position just after a token (for INDENT/DEDENT: where the next line's code starts)."""
     return tok.end_line or tok.line or 1, tok.end_column or tok.column or 1

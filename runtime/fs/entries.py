@@ -8,12 +8,10 @@ from dataclasses import dataclass
 
 from runtime.fs.mounts import Location, MountState
 
-Mount = MountState  # the mount a path resolved to (.point, .host, .mount: the config)
-
 
 @dataclass(frozen=True)
 class Resolved:
-    """A resolved virtual path (`loc` is None for a virtual directory: see module docstring)."""
+    """A resolved virtual path (`loc` is None for a virtual directory: see runtime/fs/vfs.py)."""
 
     parts: tuple[str, ...]  # canonical virtual components (as asked, links not followed)
     vpath: str  # canonical virtual string ("." for the root)
@@ -36,7 +34,7 @@ class WalkEntry:
     real: str | None  # host path of what it names when inside (a cache key; None for escapes)
     link_target: str | None  # for symlinks: virtual target or "(outside the sandbox)"
     loc: Location | None = None  # where to open it (None for escapes and virtual directories)
-    virtual: bool = False  # a virtual directory (see module docstring)
+    virtual: bool = False  # a virtual directory (see runtime/fs/vfs.py)
 
 
 OUTSIDE = "(outside the sandbox)"

@@ -54,13 +54,6 @@ if TYPE_CHECKING:
 SCOPES = ("name", "content", "both")
 MAX_PAGES_PER_READ = 10_000
 
-_ENTRY_TYPES = {
-    "file": "FileEntry",
-    "directory": "DirectoryEntry",
-    "symlink": "SymbolicLinkEntry",
-    "other": "OtherEntry",
-}
-
 # Line breaks exactly as str.splitlines() sees them.
 _LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _NEWLINES = re.compile(r"\r\n|\n|\r")

@@ -155,26 +155,23 @@ class FileSystemToolset:
 
     # ------------------------------------------------------------------ approvals
 
-    def _shown(self, path) -> str:
-        return shown_path(path)
-
     def get_approval_description(self, name: str, tool_args: dict[str, Any], ctx: Any = None) -> str:
         a = tool_args
         if name == "read_file":
-            return f"Read from {self._shown(a.get('path'))}"
+            return f"Read from {shown_path(a.get('path'))}"
         if name == "write_file":
-            return f"Write {len(a.get('content') or '')} chars to {self._shown(a.get('path'))}"
+            return f"Write {len(a.get('content') or '')} chars to {shown_path(a.get('path'))}"
         if name == "edit_file":
-            return (f"Edit {self._shown(a.get('path'))}: replace {len(a.get('old_text') or '')} chars "
+            return (f"Edit {shown_path(a.get('path'))}: replace {len(a.get('old_text') or '')} chars "
                     f"with {len(a.get('new_text') or '')} chars")
         if name == "delete_file":
-            return f"Delete {self._shown(a.get('path'))}"
+            return f"Delete {shown_path(a.get('path'))}"
         if name == "move_file":
-            return f"Move {self._shown(a.get('source'))} to {self._shown(a.get('destination'))}"
+            return f"Move {shown_path(a.get('source'))} to {shown_path(a.get('destination'))}"
         if name == "copy_file":
-            return f"Copy {self._shown(a.get('source'))} to {self._shown(a.get('destination'))}"
+            return f"Copy {shown_path(a.get('source'))} to {shown_path(a.get('destination'))}"
         if name == "list_files":
-            return f"List files in {self._shown(a.get('path', '/'))}"
+            return f"List files in {shown_path(a.get('path', '/'))}"
         return f"Run {name}"
 
     def _classify(self, name: str, a: dict[str, Any]) -> bool:
