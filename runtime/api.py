@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.broker import Broker
+from runtime.broker import Broker, Handlers
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
-from runtime.errors import RunSetupError
+from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
@@ -54,7 +54,7 @@ class MountSpec:
 def run_script(
     source: str,
     *,
-    root: str | Path | None = ".",
+    root: str | Path | None = None,
     mounts: list[MountSpec] | tuple = (),
     lang: str = "fdsl",
     filename: str = "<script>",
@@ -71,16 +71,23 @@ def run_script(
     approve=None,
     options: dict | None = None,
 ) -> RunResult:
-    """Transpile `source`, run it in a fresh jailed worker with `root` mounted at `/`.
+    """Transpile `source` and run it in a fresh jailed worker over the run's sandbox.
 
-    Returns the exit code (0 ok, 1 script error, 124 timeout), everything the script printed,
-    the formatted error, and figures: transpile_s, worker_start_s, run_s, wall_s,
-    worker_peak_rss_kib, broker_peak_rss_kib, requests. `isolation="strict"` refuses to run
-    the script (exit 1, SandboxError) unless every hardening layer is in force; `result.layers`
-    says which were. `max_reply_bytes` bounds one reply of the broker (default 16 MiB) and
-    `broker_memory_mb` the documents it keeps parsed (default 512 MiB); PDFs are parsed by a
-    jailed extractor process of `pdf_memory_mb` (default 768 MiB), at most `max_pdf_pages` pages
-    each (default 10,000).
+    The sandbox is `sandbox` (a runtime.fs.sandbox.Sandbox) or, as on the command line,
+    `root` mounted read-only at "/" (default: the current directory, unless mounts or a
+    PromptScript project are given) plus `mounts`; a PromptScript run's `options["project"]`
+    is mounted read-write at "/" instead (runtime/fs/options.py). `approve(description) ->
+    bool` answers approvals (reads from read_approval mounts, writes to write_approval ones).
+
+    Returns the exit code (0 ok, 1 script error, 2 bad options, 124 timeout), everything the
+    script printed, the formatted error, and figures: transpile_s, worker_start_s, run_s,
+    wall_s, worker_peak_rss_kib, broker_peak_rss_kib, requests. `isolation="strict"` refuses
+    to run the script (exit 1, SandboxError) unless every hardening layer is in force;
+    `result.layers` says which were. `max_reply_bytes` bounds one reply of the broker (default
+    16 MiB) and `broker_memory_mb` the documents it keeps parsed (default 512 MiB); PDFs are
+    parsed by a jailed extractor process of `pdf_memory_mb` (default 768 MiB), at most
+    `max_pdf_pages` pages each (default 10,000). `options` are the language's own options
+    (PromptScript: runtime.promptscript.session.PSOptions fields).
     """
     wall_started = time.monotonic()
     emitted = _compile(source, filename, lang, wall_started)
@@ -91,12 +98,14 @@ def run_script(
                     max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
                     pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
     deadline = time.monotonic() + timeout
-    mount_table = [(m.mount_point, Path(m.host_path), m.writable) for m in mounts]
-    if root is not None:
-        mount_table.insert(0, ("/", Path(root), False))
-    # `sandbox` (a runtime.fs.sandbox.Sandbox) replaces root/mounts; `approve(description) -> bool`
-    # answers approvals (reads from read_approval mounts; the file toolset's writes).
-    service, store = _files_service(sandbox if sandbox is not None else mount_table, approve, limits, deadline, isolation)
+    try:
+        if sandbox is None:
+            sandbox = _sandbox(root, mounts, lang, options or {})
+        handlers = LANGUAGE_RUNS[lang](sandbox, approve=approve, limits=limits, deadline=deadline,
+                                       isolation=isolation, options=dict(options or {}))
+    except (RunSetupError, SandboxConfigError) as exc:
+        return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
+                         figures={"transpile_s": transpiled - wall_started})
     chunks: list[str] = []
 
     def collect(text: str) -> None:
@@ -104,18 +113,11 @@ def run_script(
         if on_output is not None:
             on_output(text)
 
-    # `options`: language options (PromptScript: runtime.promptscript.session.PSOptions fields).
-    try:
-        handlers = LANGUAGE_HANDLERS[lang](service, isolation=isolation, **(options or {}))
-    except RunSetupError as exc:
-        store.close()
-        return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
-                         figures={"transpile_s": transpiled - wall_started})
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
                              lang=lang, isolation=isolation)
     finally:
-        store.close()
+        handlers.close()
     figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
     figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
     figures["wall_s"] = time.monotonic() - wall_started
@@ -123,10 +125,20 @@ def run_script(
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures, layers=outcome.layers)
     if outcome.status != "ok":
         _locate_failure(result, outcome, emitted, source)
-    finish = getattr(handlers, "finish", None)  # a language's end-of-run hook (run log)
-    if finish:
-        finish(result)
+    handlers.finish(result)
     return result
+
+
+def _sandbox(root, mounts, lang: str, options: dict):
+    """The run's Sandbox from run_script's root, mounts and (PromptScript) project."""
+    from runtime.fs.options import sandbox_from_options
+
+    project = options.get("project") if lang == "ps" else None
+    if project is not None and root is not None:
+        raise RunSetupError("root and the option project both name the directory at /: give one "
+                            "(project mounts it read-write, root read-only)")
+    return sandbox_from_options(root, mounts, None, project=project,
+                                write_approval=options.get("write_approval", True))
 
 
 def _compile(source: str, filename: str, lang: str, started: float):
@@ -148,16 +160,6 @@ def _compile(source: str, filename: str, lang: str, started: float):
         )
 
 
-def _files_service(mounts, approve, limits: Limits, deadline: float, isolation: str):
-    """The FilesService a run's handlers use, and the document store to close after it."""
-    store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
-                          extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
-                                                 max_pages=limits.max_pdf_pages, isolation=isolation))
-    service = FilesService(VirtualFS(mounts, approve=approve), store, deadline=deadline,
-                           max_reply_bytes=limits.max_reply_bytes)
-    return service, store
-
-
 def _locate_failure(result: RunResult, outcome, emitted, source: str) -> None:
     """A failed run's exit code and its error, located in the DSL through the source map."""
     import transpiler
@@ -174,9 +176,8 @@ def _locate_failure(result: RunResult, outcome, emitted, source: str) -> None:
     result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
 
 
-def file_handlers(service: FilesService, isolation: str = "best") -> dict:
-    """The broker's handler table for FilesDSL: one FilesService method per op, plus ping.
-    (`isolation` concerns only languages that start processes of their own.)"""
+def file_handlers(service: FilesService) -> dict:
+    """The broker's handler table for FilesDSL: one FilesService method per op, plus ping."""
     handlers = {
         op: getattr(service, op.replace(".", "_"))
         for op in protocol.OPS
@@ -186,14 +187,27 @@ def file_handlers(service: FilesService, isolation: str = "best") -> dict:
     return handlers
 
 
-# language -> the broker's handler table for a run of it.
-def promptscript_handlers(service: FilesService, **options) -> dict:
-    from runtime.promptscript.session import promptscript_handlers as handlers
+def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation: str, options: dict) -> Handlers:
+    """The broker's handlers for a FilesDSL run: its files service over the sandbox, and the
+    document store (with its PDF extractor) closed after the run."""
+    if options:
+        raise RunSetupError(f"option(s) {', '.join(sorted(options))}: FilesDSL has no language options")
+    store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
+                          extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
+                                                 max_pages=limits.max_pdf_pages, isolation=isolation))
+    service = FilesService(VirtualFS(sandbox, approve=approve), store, deadline=deadline,
+                           max_reply_bytes=limits.max_reply_bytes)
+    return Handlers(file_handlers(service), close=store.close)
 
-    return handlers(service, **options)
+
+def promptscript_run(sandbox, **kwargs) -> Handlers:
+    from runtime.promptscript.session import promptscript_run as run
+
+    return run(sandbox, **kwargs)
 
 
-LANGUAGE_HANDLERS = {"fdsl": file_handlers, "ps": promptscript_handlers}
+# language -> the broker's handler table for a run of it (registry.LANGUAGES names the same ones)
+LANGUAGE_RUNS = {"fdsl": filesdsl_run, "ps": promptscript_run}
 
 
 def peak_rss_kib() -> int:

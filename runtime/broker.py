@@ -77,6 +77,18 @@ def validate_call(message: dict, allowed_ops: frozenset[str]) -> tuple[str, dict
     return op, args
 
 
+class Handlers(dict):
+    """A run's handler table (op -> callable), with the run's two hooks: ``close()`` once the
+    worker is gone (free what the handlers hold) and ``finish(result)`` with the run's result
+    (PromptScript writes the end of its run log there)."""
+
+    def __init__(self, table: dict, *, close: Callable[[], None] | None = None,
+                 finish: Callable[[object], None] | None = None) -> None:
+        super().__init__(table)
+        self.close = close or (lambda: None)
+        self.finish = finish or (lambda result: None)
+
+
 class Broker:
     """Turns validated calls into handler calls and handler results or errors into replies.
 

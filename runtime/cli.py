@@ -81,7 +81,7 @@ def build_sandbox(args):
         raise UsageError(f"--root {args.root}: not a directory")
     mounts = [parse_mount(text) for text in args.mount]
     try:
-        return sandbox_from_options(args.root, mounts, args.config)
+        return sandbox_from_options(args.root, mounts, args.config, project=getattr(args, "project", None))
     except SandboxConfigError as exc:
         raise UsageError(str(exc)) from None
 
@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_promptscript_options(run) -> None:
     ps = run.add_argument_group("PromptScript (.ps) only")  # budgets: runtime/promptscript/session.py
-    ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write for the file actions; the run log goes to DIR/.ps-runs/<id>/ (default: --root, else .)")
+    ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write at / (writes ask, --yes pre-approves); RUN_CMD runs there and the run log goes to DIR/.ps-runs/<id>/ (default: . unless --root, --mount or --config is given)")
     ps.add_argument("--max-steps", type=int, default=None, metavar="N", help="statements executed (default 50000; 0: no limit)")
     ps.add_argument("--max-time", type=int, default=None, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
     ps.add_argument("--max-tool-calls", type=int, default=None, metavar="N", help="apply() calls (default 0: no limit)")
@@ -200,21 +200,20 @@ def check_run_limits(args) -> None:
         raise UsageError("--max-pdf-pages must be positive")
 
 
-def promptscript_options(args) -> tuple[dict, object, float]:
-    """A .ps run's options, its opened run log and its wall-clock limit, from the command line."""
+def promptscript_options(args) -> tuple[dict, float]:
+    """A .ps run's options and its wall-clock limit, from the command line (the run log is
+    opened once the run's sandbox is known to be good: open_run_log)."""
     from runtime.promptscript.session import PSOptions
 
     defaults = PSOptions()
     for dest, name in PS_DEFAULT_FIELDS.items():
         if getattr(args, dest) is None:
             setattr(args, dest, list(getattr(defaults, name)) if dest == "allow_command" else getattr(defaults, name))
-    if args.mount or args.config:
-        raise UsageError("--mount and --config do not apply to PromptScript yet: its file actions see one "
-                         "project directory (--project DIR or --root DIR)")
-    if args.root is not None and args.project is not None and Path(args.root).resolve() != Path(args.project).resolve():
-        raise UsageError(f"--root {args.root} and --project {args.project} name different directories: "
-                         "for a .ps script both mean the project")
-    args.project = args.root = args.project or args.root or "."
+    if args.project is not None and args.root is not None:
+        raise UsageError(f"--root {args.root} and --project {args.project}: both name the directory at /; "
+                         "--project mounts it read-write (the project: writes, RUN_CMD, the run log), --root read-only")
+    if args.project is None and args.root is None and not args.mount and args.config is None:
+        args.project = "."  # the current directory is the project unless the run's sandbox is given
     if min(args.max_steps, args.max_time, args.max_tool_calls) < 0:
         raise UsageError("--max-steps, --max-time and --max-tool-calls cannot be negative")
     if args.max_files_changed is not None and args.max_files_changed < 0:
@@ -224,21 +223,24 @@ def promptscript_options(args) -> tuple[dict, object, float]:
         # The wall clock backs --max-time up: its budget plus a margin (start-up, clean-up);
         # --max-time 0 asks for no time limit, so none unless --timeout is given.
         timeout = args.max_time / 1000 + PS_TIMEOUT_MARGIN_S if args.max_time else math.inf
-    project = Path(args.project)
-    if not project.is_dir():
+    if args.project is not None and not Path(args.project).is_dir():
         raise UsageError(f"--project {args.project}: not a directory")
+    options = {"project": None if args.project is None else Path(args.project), "max_steps": args.max_steps,
+               "max_time_ms": args.max_time, "max_tool_calls": args.max_tool_calls,
+               "halt_on_loop": args.halt_on_loop, "verbose": args.verbose,
+               "allow_commands": tuple(args.allow_command), "max_files_changed": args.max_files_changed,
+               "max_log_bytes": args.max_log_bytes}
+    return options, timeout
+
+
+def open_run_log(project: Path, max_log_bytes: int):
+    """The run log in the project (a run without a project keeps none)."""
     from runtime.promptscript.runlog import RunLog, RunLogError
 
     try:
-        run_log = RunLog(project, args.max_log_bytes)
+        return RunLog(project, max_log_bytes)
     except RunLogError as exc:
         raise UsageError(str(exc)) from None
-    options = {"project": project, "max_steps": args.max_steps, "max_time_ms": args.max_time,
-               "max_tool_calls": args.max_tool_calls, "halt_on_loop": args.halt_on_loop,
-               "verbose": args.verbose, "allow_commands": tuple(args.allow_command),
-               "max_files_changed": args.max_files_changed, "run_log": run_log,
-               "max_log_bytes": args.max_log_bytes}
-    return options, run_log, timeout
 
 
 def command_run(args) -> int:
@@ -253,8 +255,10 @@ def command_run(args) -> int:
     options, run_log = None, None
     timeout = args.timeout if args.timeout is not None else DEFAULT_TIMEOUT_S
     if lang == "ps":
-        options, run_log, timeout = promptscript_options(args)
-    sandbox = build_sandbox(args)  # .ps: the project, read-only, for the FilesDSL half of the run
+        options, timeout = promptscript_options(args)
+    sandbox = build_sandbox(args)
+    if options is not None and options["project"] is not None:
+        run_log = options["run_log"] = open_run_log(options["project"], args.max_log_bytes)
     from runtime.terminal import terminal_safe
 
     on_terminal = sys.stdout.isatty()

@@ -56,13 +56,15 @@ class VirtualFS(Listings):
 
     `VirtualFS(sandbox)`, or `VirtualFS([(mount_point, host_dir, writable), ...])` which builds a
     SandboxConfig (mode "rw"/"ro", no approvals) for callers of the first implementation.
-    `approve(description) -> bool` is asked before reading from a mount with read_approval."""
+    `approve(description) -> bool` is asked before reading from a mount with read_approval;
+    `approvals` (runtime/fs/approvals.py), when given, is the run's shared memory of answers."""
 
     @property
     def approve(self) -> Callable[[str], bool] | None:
         return self.approvals.approve
 
-    def __init__(self, mounts, approve: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, mounts, approve: Callable[[str], bool] | None = None,
+                 approvals: Approvals | None = None) -> None:
         if isinstance(mounts, Sandbox):
             self.sandbox = mounts
         else:
@@ -79,7 +81,7 @@ class VirtualFS(Listings):
                 }
             )
             self.sandbox = Sandbox(config)
-        self.approvals = Approvals(approve)
+        self.approvals = approvals if approvals is not None else Approvals(approve)
         self._roots = tuple(paths.split(r) for r in self.sandbox.readable_roots)
 
     # ----------------------------------------------------------------- normalization
@@ -222,9 +224,11 @@ class VirtualFS(Listings):
                 raise ScriptError(f"{vpath} is a directory, not a file") from None
             raise ScriptError(f"cannot open {vpath}: {exc.strerror or 'error'}") from None
 
-    def read_bytes(self, res: Resolved, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+    def read_bytes(self, res: Resolved, max_bytes: int | None = None,
+                   upto: int | None = None) -> tuple[bytes, os.stat_result]:
         """Read a regular file beneath its mount (no symlink followed, O_NONBLOCK, fstat'ed).
-        A file larger than max_bytes raises OverflowError(size): the caller owns the limit."""
+        A file larger than max_bytes raises OverflowError(size): the caller owns the limit.
+        `upto` reads only the file's first `upto` bytes (a longer file is not an error)."""
         fd = self._open_read(res.loc, res.vpath)
         try:
             st = regular(fd, res.vpath)
@@ -232,6 +236,8 @@ class VirtualFS(Listings):
             if max_bytes is not None and st.st_size > max_bytes:
                 raise OverflowError(st.st_size)
             limit = _min_limit(max_bytes, res.loc.mount.mount.max_file_bytes)
+            if upto is not None and (limit is None or upto < limit):
+                return self._read_fd(fd, st.st_size, upto, res.vpath, cut=True), st
             return self._read_fd(fd, st.st_size, limit, res.vpath, res.loc), st
         finally:
             os.close(fd)
@@ -251,14 +257,15 @@ class VirtualFS(Listings):
         finally:
             os.close(fd)
 
-    def _read_fd(self, fd: int, size_hint: int, max_bytes: int | None, vpath: str, loc: Location | None = None) -> bytes:
+    def _read_fd(self, fd: int, size_hint: int, max_bytes: int | None, vpath: str, loc: Location | None = None,
+                 cut: bool = False) -> bytes:
         try:
             data, seen = read_upto(fd, size_hint, max_bytes)
         except OSError as exc:
             if exc.errno == errno.EISDIR:
                 raise ScriptError(f"{vpath} is a directory, not a file") from None
             raise ScriptError(f"cannot read {vpath}: {exc.strerror or 'error'}") from None
-        if max_bytes is not None and seen > max_bytes:  # the file grew past the limit while read
+        if max_bytes is not None and seen > max_bytes and not cut:  # the file grew past the limit while read
             if loc is not None:
                 self.check_readable(loc, vpath, seen)
             raise OverflowError(seen)

@@ -1,12 +1,16 @@
-"""PromptScript's file actions and RUN_CMD, behind the Sandbox policy of the project.
+"""PromptScript's file actions and RUN_CMD, behind the run's Sandbox and the policy in force.
 
-The project directory is one read-write mount at "/" (``write_approval`` as the run says:
-the command line asks on the terminal, ``--yes`` pre-approves, no terminal refuses). Paths in
-actions and policies are project-relative ("src/a.py"; a leading "/" means the project root;
-climbing above it is refused).
+The actions act on the run's Sandbox, the same one a FilesDSL run gets from the same options
+(runtime/fs/options.py): ``--project DIR`` mounted read-write at "/" (writes ask the approver:
+the command line asks on the terminal, ``--yes`` pre-approves, no terminal refuses), ``--root``
+read-only, ``--mount`` and ``--config`` mounts with their own modes, suffixes, size limits and
+approvals. Paths in actions and policies are virtual paths: "src/a.py" and "/src/a.py" are the
+same file; "/data/x.csv" is in the mount at /data; climbing above "/" is refused. Every read
+goes through the one reader (runtime/fs/vfs.py), every write through the file toolset
+(runtime/services/toolset.py), with one memory of approvals for the run.
 
 Scopes: each scope of the run's PolicyStack holds its Sandbox (``bind``). The bottom is the
-project Sandbox; each ``with policy`` pushes ``Sandbox.derive(allow_read, allow_write)`` of
+run's Sandbox; each ``with policy`` pushes ``Sandbox.derive(allow_read, allow_write)`` of
 the scope below it, with the scope's effective (intersected) path lists, so an inner scope
 can never reach more than the outer one (derive refuses to widen). Writes are confined to
 the readable part too: the write list handed to derive is allowWrite intersected with
@@ -19,6 +23,9 @@ it spends a budget; a narrower policy cap is a policy denial); ``allowCommands``
 allowlist (the program name as the script writes it, resolved on the broker's PATH). Every
 denial names what is allowed, exactly (readable: allowRead; writable: allowWrite within
 allowRead). The run log directory ``.ps-runs`` is never writable by scripts.
+
+RUN_CMD runs in the project (the directory mounted read-write at "/"); a run without a
+project (``--root`` or mounts only) cannot run commands.
 
 Time: ``deadline`` (runtime.promptscript.deadline.OpDeadline) says when the op must stop: SEARCH checks
 it per directory entry and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
@@ -35,11 +42,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from runtime.errors import ApprovalDeniedError, LimitError, SandboxError, ScriptError
-from runtime.fs import paths, safeio
+from runtime.errors import ApprovalDeniedError, LimitError, RunSetupError, SandboxError, ScriptError
+from runtime.fs import paths
 from runtime.fs.approvals import Approvals
-from runtime.fs.config import Mount, SandboxConfig
-from runtime.fs.fileio import os_error, read_upto, regular
+from runtime.fs.entries import WalkEntry
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative, rooted
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
@@ -73,17 +79,39 @@ def minimal_paths(paths) -> list[str]:
     return [p for p in unique if not any(q != p and under(p, q) for q in unique)]
 
 
+def project_mount(sandbox: Sandbox, project) -> Path:
+    """The project's directory, which must be the one mounted read-write at "/" of the run's
+    Sandbox (RUN_CMD works there and the run log goes there: never outside what the script sees)."""
+    real = Path(os.path.realpath(project))
+    top = sandbox.mount_for(())
+    if top is None or top.point != () or top.mount.mode != "rw" or Path(os.path.realpath(top.host)) != real:
+        raise RunSetupError(f"the project {project} must be the directory mounted read-write at / of the run's sandbox")
+    return real
+
+
+def reachable(sandbox: Sandbox, policy: dict) -> tuple[list[str], list[str]]:
+    """The paths a policy lets a script read and write within a Sandbox, in the policy's
+    relative form: its allowRead within what the Sandbox can read; its allowWrite within that
+    (what cannot be read cannot be written: `allowRead: ["src"]` alone confines writes too)
+    and within what the Sandbox can write (a read-only mount stays read-only whatever the policy)."""
+
+    def rel(roots):
+        return [relative(paths.split(r)) for r in roots]
+
+    reads = intersect_paths(rel(sandbox.readable_roots), policy["allowRead"])
+    writes = intersect_paths(rel(sandbox.writable_roots), intersect_paths(reads, policy["allowWrite"]))
+    return reads, writes
+
+
 class ProjectActions:
-    def __init__(self, project: Path, *, approve: Callable[[str], bool] | None = None,
-                 write_approval: bool = True, deadline=None, output_cap: int = DEFAULT_OUTPUT_CAP,
+    def __init__(self, sandbox: Sandbox, *, project=None, approve: Callable[[str], bool] | None = None,
+                 deadline=None, output_cap: int = DEFAULT_OUTPUT_CAP,
                  files_budget: int | None = None, stop: Callable[[str], None] | None = None,
                  protected: frozenset[tuple[int, int]] = frozenset(), isolation: str = "best") -> None:
-        self.project = Path(project).resolve()
+        self.project = project_mount(sandbox, project) if project is not None else None
         self.protected = protected  # the run logs' directory, by identity (FileSystemToolset)
         self.isolation = isolation  # "strict": RUN_CMD refuses to run without its whole jail
-        config = SandboxConfig(mounts=[Mount(host_path=self.project, mount_point="/", mode="rw",
-                                             write_approval=write_approval)])
-        self.root = Sandbox(config)
+        self.root = sandbox
         self.scopes = None  # the run's PolicyStack, once bound: it holds each scope's Sandbox
         self.approvals = Approvals(approve)  # remembered for the run
         self.deadline = deadline if deadline is not None else _NoDeadline()
@@ -109,11 +137,9 @@ class ProjectActions:
 
     @staticmethod
     def derive_scope(parent: Sandbox, effective: dict) -> Sandbox:
-        # What cannot be read cannot be written: `allowRead: ["src"]` alone confines writes too.
-        writes = intersect_paths(effective["allowRead"], effective["allowWrite"])
+        reads, writes = reachable(parent, effective)
         try:
-            return parent.derive(allow_read=[rooted(p) for p in effective["allowRead"]],
-                                 allow_write=[rooted(p) for p in writes])
+            return parent.derive(allow_read=[rooted(p) for p in reads], allow_write=[rooted(p) for p in writes])
         except SandboxError as exc:
             raise SandboxError(f"policy: {exc}") from None
 
@@ -129,8 +155,7 @@ class ProjectActions:
 
         if exc.reason == str(exc):  # a refusal that names no allowed paths: shown as it is
             return type(exc)(f"{action}: {exc}")
-        readable = minimal_paths(policy["allowRead"])
-        writable = minimal_paths(intersect_paths(policy["allowRead"], policy["allowWrite"]))
+        readable, writable = (minimal_paths(p) for p in reachable(self.root, policy))
 
         def shown(allowed, nothing):
             return ", ".join(absolute(paths.split(p)) for p in allowed) if allowed else nothing
@@ -159,30 +184,30 @@ class ProjectActions:
     def _toolset(self, sb: Sandbox) -> FileSystemToolset:
         return FileSystemToolset(sb, protected=self.protected, approvals=self.approvals)
 
-    def _open_read(self, action: str, sb: Sandbox, path: str, policy: dict):
+    def _vfs(self, sb: Sandbox) -> VirtualFS:
+        return VirtualFS(sb, approvals=self.approvals)
+
+    @staticmethod
+    def _over_cap(action: str, shown: str, size: int, cap: int) -> SandboxError:
+        return SandboxError(f"{action}: {shown} is {size} bytes; the policy's maxFileBytes is {cap}")
+
+    def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, str]:
+        """(bytes read, the path as shown) through the one reader (the mount's suffixes, size
+        limit and read approval); a file over maxFileBytes is refused, `limit` reads its start."""
+        vfs = self._vfs(sb)
+        cap = policy["maxFileBytes"]
         try:
-            fd, loc = sb.open_checked(rooted(path), os.O_RDONLY | safeio.O_NONBLOCK, op="read")
+            res, st = vfs.resolve_file(rooted(path))
+            if st.st_size > cap:
+                raise self._over_cap(action, res.vpath, st.st_size, cap)
+            data, _st = vfs.read_bytes(res, cap, upto=limit)
+            return data, res.vpath
+        except OverflowError as exc:  # grew past the cap while it was read
+            raise self._over_cap(action, res.vpath, exc.args[0], cap) from None
         except SandboxError as exc:
             raise self._denied(action, exc, policy) from None
-        except OSError as exc:
-            raise os_error(path, exc) from None
-        return fd, loc
-
-    def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, int, str]:
-        """(bytes read, file size, project-relative path); refuses files over maxFileBytes."""
-        fd, loc = self._open_read(action, sb, path, policy)
-        shown = relative(loc.requested)
-        try:
-            st = regular(fd, shown, f"{action}: ")
-            cap = policy["maxFileBytes"]
-            if st.st_size > cap:
-                raise SandboxError(f"{action}: {shown} is {st.st_size} bytes; the policy's maxFileBytes is {cap}")
-            data, _seen = read_upto(fd, st.st_size, st.st_size if limit is None else min(limit, st.st_size))
-            return data, st.st_size, shown
-        except OSError as exc:
-            raise os_error(shown, exc) from None
-        finally:
-            os.close(fd)
+        except ScriptError as exc:  # no such file, a directory, not a regular file
+            raise type(exc)(f"{action}: {exc}") from None
 
     def _check_writable(self, action: str, sb: Sandbox, path: str, policy: dict) -> str:
         self._no_trailing_slash(action, path)
@@ -194,7 +219,7 @@ class ProjectActions:
         if parts and parts[0] == RUN_LOG_DIR:
             raise SandboxError(f"{action}: {RUN_LOG_DIR}/ holds the run logs and is not writable by scripts")
         if not parts:
-            raise ScriptError(f"{action}: the project directory itself is not a file")
+            raise ScriptError(f"{action}: / is a directory, not a file")
         try:
             sb.locate(vpath, op="write", follow_last=False)
         except SandboxError as exc:
@@ -226,7 +251,7 @@ class ProjectActions:
         if limit < 0:
             raise ActionArgError("READ_FILE: maxBytes must be a non-negative integer")
         self._no_trailing_slash("READ_FILE", a["path"])
-        data, _size, _shown = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)
+        data, _shown = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)
         # Cut at maxBytes on a character boundary (an incomplete last character is left out).
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False), None
 
@@ -256,7 +281,7 @@ class ProjectActions:
                                  "edits ([{old, new}]) or old+new")
         sb = self.sandbox
         rel = self._check_writable("PATCH_FILE", sb, a["path"], policy)
-        data, _size, _ = self._read_all("PATCH_FILE", sb, rel, policy)
+        data, _ = self._read_all("PATCH_FILE", sb, rel, policy)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -282,22 +307,23 @@ class ProjectActions:
         size, _existed = self._write("PATCH_FILE", sb, rel, new_text, policy)
         return {"path": rel, "bytes": size, "format": fmt, "changed": new_text != text}, None
 
-    def _files(self, sb: Sandbox, patterns: list, deadline_check) -> list[str]:
-        """Project-relative paths of the regular files the scope may read, sorted. The walk
-        opens each directory beneath the project's descriptor and follows no symlink
-        (runtime/fs/vfs.py): a directory swapped for a symlink mid-walk is not entered."""
-        vfs = VirtualFS(sb)
+    @staticmethod
+    def _files(vfs: VirtualFS, patterns: list, deadline_check) -> list[WalkEntry]:
+        """The regular files the scope may read, sorted by path. The walk opens each directory
+        beneath its mount's descriptor and follows no symlink (runtime/fs/vfs.py): a directory
+        swapped for a symlink mid-walk is not entered. Covering a read_approval mount asks first."""
         top, _ = vfs.resolve_dir("/")
-        out: list[str] = []
+        vfs.check_listable(top, True)
+        out: list[WalkEntry] = []
         for e in vfs.walk(top, True, check=deadline_check, prune=lambda e: e.name in SKIPPED_DIRS):
             if e.kind != "file":
                 continue  # directories, symlinks and special files are not searched
             if patterns and not any(match(e.vpath) for match in patterns):
                 continue
-            out.append(e.vpath)
+            out.append(e)
             if len(out) > MAX_SEARCH_FILES:
                 raise LimitError(f"SEARCH: more than {MAX_SEARCH_FILES} files to search; narrow it with globs")
-        return sorted(out)
+        return sorted(out, key=lambda e: e.vpath)
 
     def search(self, args: dict, policy: dict):
         a = args  # checked by runtime/promptscript/arguments.py
@@ -323,21 +349,26 @@ class ProjectActions:
             if left is not None and left <= 0:
                 raise self.deadline.expired(f"SEARCH was stopped after {int((time.monotonic() - started) * 1000)} ms")
 
-        files = self._files(sb, patterns, deadline_check)
+        vfs = self._vfs(sb)
+        try:
+            files = self._files(vfs, patterns, deadline_check)
+        except ApprovalDeniedError as exc:
+            raise ApprovalDeniedError(f"SEARCH: {exc}") from None
         if not query:
-            return [{"path": p} for p in files[:limit]], None
+            return [{"path": e.vpath} for e in files[:limit]], None
         needle = query.encode("utf-8", "surrogatepass")
         results = []
         cap = policy["maxFileBytes"]
-        for rel in files:
+        for e in files:
             deadline_check()
+            rel = e.vpath
             try:
-                data, _size, _ = self._read_all("SEARCH", sb, rel, policy)
-            except SandboxError:
-                continue  # over maxFileBytes, or swapped out of the scope since it was listed
-            except ScriptError:
-                continue
-            if len(data) > cap or b"\x00" in data[:8192] or needle not in data:
+                data = vfs.read_entry(e, cap)
+            except ApprovalDeniedError as exc:
+                raise ApprovalDeniedError(f"SEARCH: {exc}") from None
+            except (OverflowError, ScriptError):
+                continue  # over maxFileBytes or the mount's limit, or changed since it was listed
+            if b"\x00" in data[:8192] or needle not in data:
                 continue
             text = data.decode("utf-8", "replace")
             for number, line in enumerate(text.splitlines(), 1):
@@ -363,6 +394,9 @@ class ProjectActions:
             raise ActionArgError(f"RUN_CMD: timeoutMs must be an integer from 1 to {MAX_CMD_TIMEOUT_MS}")
         if any("\x00" in x for x in [cmd, *argv]) or len(argv) > 1000:
             raise ActionArgError("RUN_CMD: arguments cannot contain NUL characters (and at most 1000 of them)")
+        if self.project is None:
+            raise ScriptError("RUN_CMD: commands run in the project, and this run has none "
+                              "(fdsl run --project DIR; run_script options project=...)")
         program = shutil.which(cmd)
         if program is None:
             raise ScriptError(f"RUN_CMD: {cmd[:80]!r} is allowed but not found on the PATH")

@@ -15,7 +15,7 @@ its decision:
   * ``ps.action`` Deny when a budget is spent, when the loop detector trips, or when the
     policy in force does not allow the action; then dispatch to ``self.actions[name]``
     (a callable ``(args: dict, policy: dict) -> (value, printed_text|None)``): REPORT and
-    ASK_USER here, the file actions and RUN_CMD in runtime/promptscript/actions.py (given a project).
+    ASK_USER here, the file actions and RUN_CMD in runtime/promptscript/actions.py (given a sandbox).
     The work stops at the earlier of --max-time (a LimitError) and the worker's pending
     ``timeout`` block (``deadline_ms``; a TimeoutError the worker turns into that block's
     timeout): ``self.deadline`` is what the handlers consult.
@@ -23,8 +23,9 @@ its decision:
   * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout, block
     start/end, a budget the worker enforces); ``end`` records the final step count.
 
-With a project, each scope of the policy stack also holds its Sandbox (``ProjectActions.bind``):
-the project mount at the bottom, ``Sandbox.derive`` for each ``with policy``.
+Each scope of the policy stack also holds its Sandbox (``ProjectActions.bind``): the run's
+Sandbox (the project at "/", other mounts as given) at the bottom, ``Sandbox.derive`` for each
+``with policy``.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from runtime.errors import LimitError, SandboxError, ScriptError
+from runtime.broker import Handlers
+from runtime.errors import LimitError, RunSetupError, SandboxError, ScriptError
 from runtime.promptscript import dialogue
 from runtime.promptscript.arguments import check_action_args
 from runtime.promptscript.deadline import OpDeadline
@@ -56,7 +58,7 @@ EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget
 class PSOptions:
     """The options of a PromptScript run (CLI flags of `fdsl run x.ps`), with their defaults."""
 
-    project: str | Path | None = None  # --project: where .ps-runs/<id>/ goes (None: no run log)
+    project: str | Path | None = None  # --project: mounted read-write at /; the run log goes to its .ps-runs/<id>/
     max_steps: int = 50_000  # --max-steps: statements executed (0: unlimited)
     max_time_ms: int = 600_000  # --max-time: milliseconds of running (0: unlimited)
     max_tool_calls: int = 0  # --max-tool-calls: apply() calls (0: unlimited)
@@ -64,7 +66,7 @@ class PSOptions:
     verbose: bool = False  # --verbose: trace each action on stderr
     allow_commands: tuple = ()  # the base scope's command allowlist (RUN_CMD)
     max_files_changed: int | None = None  # --max-files-changed: distinct files written/patched (None: no limit)
-    write_approval: bool = True  # WRITE_FILE/PATCH_FILE ask `approve` (the CLI: terminal or --yes)
+    write_approval: bool = True  # writes to the project mount ask `approve` (the CLI: terminal or --yes)
     approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
     output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
     run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
@@ -74,18 +76,13 @@ class PSOptions:
 
 # ---- the session -------------------------------------------------------------------------
 
-class Handlers(dict):
-    """A handler table with a ``finish(result)`` hook run_script calls once the run ended."""
-
-    finish: Callable = staticmethod(lambda result: None)
-
-
 def _canonical(args: dict) -> str:
     return json.dumps(args, sort_keys=True, ensure_ascii=False)
 
 
 class PSSession:
-    def __init__(self, options: PSOptions, *, stdin=None, stderr=None, run_deadline: float | None = None) -> None:
+    def __init__(self, options: PSOptions, sandbox=None, *, stdin=None, stderr=None,
+                 run_deadline: float | None = None) -> None:
         self.options = options
         self.run_deadline = run_deadline  # the run's wall clock (time.monotonic()), from run_script
         self.stdin = stdin if stdin is not None else sys.stdin
@@ -106,14 +103,13 @@ class PSSession:
             "REPORT": partial(dialogue.report, self),
             "ASK_USER": partial(dialogue.ask_user, self),
         }
-        self.files = None
-        if options.project is not None:
+        self.files = None  # the file actions and RUN_CMD, over the run's Sandbox
+        if sandbox is not None:
             from runtime.promptscript.actions import ProjectActions
 
-            self.files = ProjectActions(Path(options.project), approve=options.approve,
-                                        write_approval=options.write_approval, deadline=self.deadline,
-                                        output_cap=options.output_cap, files_budget=options.max_files_changed,
-                                        stop=self.stop,
+            self.files = ProjectActions(sandbox, project=options.project, approve=options.approve,
+                                        deadline=self.deadline, output_cap=options.output_cap,
+                                        files_budget=options.max_files_changed, stop=self.stop,
                                         protected=frozenset({self.log.identity}) if self.log else frozenset(),
                                         isolation=options.isolation)
             self.files.bind(self.policies)
@@ -170,7 +166,7 @@ class PSSession:
     # -- handlers --
 
     def handlers(self) -> Handlers:
-        table = Handlers({
+        return Handlers({
             "ping": lambda: None,
             "ps.start": self.op_start,
             "ps.steps": self.op_steps,
@@ -178,9 +174,7 @@ class PSSession:
             "ps.parallel": self.op_parallel,
             "ps.scope": self.op_scope,
             "ps.event": self.op_event,
-        })
-        table.finish = self.finish
-        return table
+        }, finish=self.finish)
 
     def op_start(self):
         if not self.script_started:  # once: a worker cannot restart the clock
@@ -261,7 +255,7 @@ class PSSession:
             raise SandboxError(f"policy denies action {name} (allowed here: {allowed})")
         handler = self.actions.get(name)
         if handler is None:
-            raise ActionError(f"action {name} needs a project directory (--project DIR; run_script options project=...)")
+            raise ActionError(f"action {name} needs files to act on: this session has no sandbox")
         return handler(check_action_args(name, values), policy)
 
     def _block_deadline(self, deadline_ms: int) -> None:
@@ -331,16 +325,21 @@ def repeating_cycle(history: list[str]) -> int:
     return 0
 
 
-def promptscript_handlers(service=None, **options) -> Handlers:
-    """The broker's handler table for a PromptScript run (``LANGUAGE_HANDLERS["ps"]``).
+def promptscript_run(sandbox, *, approve, limits, deadline: float, isolation: str, options: dict) -> Handlers:
+    """The broker's handlers for a PromptScript run over the run's Sandbox (``LANGUAGE_RUNS["ps"]``);
+    ``options`` are PSOptions fields (an unknown one is a RunSetupError). The run's approver
+    answers writes unless the options name their own. Keeps the session as ``handlers.session``."""
+    known = {f.name for f in fields(PSOptions)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise RunSetupError(f"unknown PromptScript option(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    options.setdefault("approve", approve)
+    options.setdefault("isolation", isolation)
+    if options.get("project") is not None:
+        from runtime.promptscript.actions import project_mount
 
-    ``service`` (the FilesDSL FilesService) lends its approver; ``options`` are PSOptions
-    fields. Keeps the session reachable as ``handlers.session``.
-    """
-    if "approve" not in options and service is not None:
-        # The run's approver (run_script's approve=, the CLI's terminal/--yes) answers writes.
-        options["approve"] = getattr(getattr(service, "vfs", None), "approve", None)
-    session = PSSession(PSOptions(**options), run_deadline=getattr(service, "deadline", None))
+        project_mount(sandbox, options["project"])  # checked before a run log is made there
+    session = PSSession(PSOptions(**options), sandbox, run_deadline=deadline)
     table = session.handlers()
     table.session = session
     return table

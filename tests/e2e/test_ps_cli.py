@@ -197,7 +197,7 @@ def test_the_python_api_returns_a_run_log_it_cannot_make_as_a_usage_error(tmp_pa
     from runtime.api import EXIT_USAGE, run_script
 
     (tmp_path / ".ps-runs").write_text("a plain file")
-    result = run_script('log("never runs")', lang="ps", root=str(tmp_path), options={"project": tmp_path}, timeout=20)
+    result = run_script('log("never runs")', lang="ps", options={"project": tmp_path}, timeout=20)
     assert result.exit_code == EXIT_USAGE and result.output == ""
     assert result.error.startswith("UsageError: cannot create the run log") and "not a directory" in result.error
 
@@ -217,29 +217,51 @@ def test_timeout_ends_the_run_while_the_broker_works_for_an_action(tmp_path):
     assert elapsed < 10, elapsed  # not the 20 s of the command
 
 
-def test_root_means_the_project_for_a_ps_script(tmp_path):
+def test_root_is_read_only_and_project_read_write_for_a_ps_script(tmp_path):
+    """--root and --project mean what they mean for FilesDSL: --root mounts the directory at /
+    read-only, --project read-write with the run log (docs/promptscript.md, "The run's files")."""
     project = tmp_path / "proj"
     project.mkdir()
     (project / "a.txt").write_text("from the project\n")
-    script = tmp_path / "read.ps"
-    script.write_text('log(apply("READ_FILE", { path: "a.txt" }))\n')
-    for option in ("--root", "--project"):
-        proc = fdsl("run", script, option, project, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.startswith("[ps] from the project")
+    script = tmp_path / "rw.ps"
+    script.write_text('log(apply("READ_FILE", { path: "a.txt" }))\napply("WRITE_FILE", { path: "b.txt", content: "b" })\n')
+    proc = fdsl("run", script, "--root", project, "--yes", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stdout.startswith("[ps] from the project")
+    assert "WRITE_FILE: cannot write '/b.txt': it is read-only here. Readable: /. Writable: nothing (read-only)." in proc.stderr
+    assert not (project / "b.txt").exists() and not (project / ".ps-runs").exists()  # no project: no run log
+    proc = fdsl("run", script, "--project", project, "--yes", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (project / "b.txt").read_text() == "b" and len(list((project / ".ps-runs").iterdir())) == 1
     proc = fdsl("run", script, "--root", project, "--project", tmp_path, cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "name different directories" in proc.stderr
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "both name the directory at /" in proc.stderr
 
 
-@pytest.mark.parametrize("option", [["--mount", "x:/x"], ["--config", "sandbox.toml"]])
-def test_options_a_ps_script_cannot_honour_are_usage_errors(tmp_path, option):
-    script = tmp_path / "x.ps"
-    script.write_text('log("a")\n')
-    proc = fdsl("run", script, *option, cwd=tmp_path)
-    assert proc.returncode == 2
-    assert "fdsl: --mount and --config do not apply to PromptScript" in proc.stderr
-    assert proc.stdout == ""
+def test_mounts_and_config_give_a_ps_script_the_same_sandbox_as_a_fdsl_one(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "d.txt").write_text("datum\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "s.toml").write_text(
+        '[[mounts]]\nhost_path = "data"\nmount_point = "/data"\nmode = "ro"\nread_approval = true\n'
+        '[[mounts]]\nhost_path = "out"\nmount_point = "/out"\nmode = "rw"\nsuffixes = [".txt"]\n'
+        'write_approval = false\n')
+    script = tmp_path / "m.ps"
+    script.write_text('log(apply("READ_FILE", { path: "/data/d.txt" }))\n'
+                      'log(apply("WRITE_FILE", { path: "/out/z.txt", content: "z" }))\n'
+                      'apply("WRITE_FILE", { path: "/out/z.sh", content: "z" })\n')
+    proc = fdsl("run", script, "--config", "s.toml", cwd=tmp_path)  # read_approval, and no terminal to ask
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert "Read from /data/d.txt: needs approval" in proc.stderr
+    proc = fdsl("run", script, "--config", "s.toml", "--yes", cwd=tmp_path)
+    assert proc.stdout.splitlines() == ["[ps] datum", "", '[ps] {path: "out/z.txt", bytes: 1, created: true}']
+    assert proc.returncode == 1 and "has suffix '.sh', not allowed in /out. Allowed suffixes there: .txt." in proc.stderr
+    assert (tmp_path / "out" / "z.txt").read_text() == "z" and not (tmp_path / "out" / "z.sh").exists()
+    script.write_text('log(apply("SEARCH", { query: "datum" }))\n')
+    proc = fdsl("run", script, "--mount", "data:/data", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == '[ps] [{path: "data/d.txt", line: 1, text: "datum"}]\n', proc.stderr
+    script.write_text('apply("RUN_CMD", { cmd: "ls" })\n')
+    proc = fdsl("run", script, "--mount", "data:/data", "--allow-command", "ls", cwd=tmp_path)
+    assert proc.returncode == 1 and "RUN_CMD: commands run in the project, and this run has none" in proc.stderr
 
 
 @pytest.mark.parametrize("option", [["--project", "."], ["--max-steps", "5"], ["--max-time", "10"],

@@ -9,11 +9,13 @@ DATA = TESTDATA / "promptscript"
 
 
 def run_ps(source: str, tmp_path=None, **options):
-    """Run a PromptScript source in a real worker; no run log unless ``project`` is given."""
+    """Run a PromptScript source in a real worker over examples/ (read-only), or over
+    ``project`` (read-write, with its run log) when given."""
     from runtime.api import run_script
 
     options.setdefault("max_steps", 0)
-    return run_script(source, lang="ps", root=str(REPO / "examples"), options=options, timeout=30)
+    root = None if "project" in options else str(REPO / "examples")
+    return run_script(source, lang="ps", root=root, options=options, timeout=30)
 
 
 def lines(result) -> list[str]:

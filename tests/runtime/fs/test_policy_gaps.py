@@ -87,7 +87,7 @@ def test_create_only_is_no_existence_oracle_for_host_paths(tmp_path, monkeypatch
             os.unlink(project / "d")
             os.rename(project / "d.real", project / "d")
         r = run_script(f'apply("WRITE_FILE", {{ path: "d/{name}", content: "y", mode: "create_only" }})\n',
-                       lang="ps", root=str(project), approve=lambda d: True,
+                       lang="ps", approve=lambda d: True,
                        options={"project": project, "max_steps": 0}, timeout=60)
         assert r.exit_code == 1
         errors.append(r.error.split("\n")[0].replace(name, "NAME"))
@@ -98,11 +98,11 @@ def test_create_only_is_no_existence_oracle_for_host_paths(tmp_path, monkeypatch
 def test_create_only_refuses_an_existing_file(tmp_path):
     (tmp_path / "a.txt").write_text("old")
     r = run_script('apply("WRITE_FILE", { path: "a.txt", content: "new", mode: "create_only" })\n', lang="ps",
-                   root=str(tmp_path), approve=lambda d: True, options={"project": tmp_path, "max_steps": 0})
+                   approve=lambda d: True, options={"project": tmp_path, "max_steps": 0})
     assert r.exit_code == 1 and "a.txt already exists (mode create_only)" in r.error
     assert (tmp_path / "a.txt").read_text() == "old"
     r = run_script('log(apply("WRITE_FILE", { path: "b.txt", content: "new", mode: "create_only" }))\n', lang="ps",
-                   root=str(tmp_path), approve=lambda d: True, options={"project": tmp_path, "max_steps": 0})
+                   approve=lambda d: True, options={"project": tmp_path, "max_steps": 0})
     assert r.ok and '"created": true' not in r.output and "created: true" in r.output
 
 
@@ -110,13 +110,13 @@ def test_the_run_logs_are_protected_by_identity_not_spelling(tmp_path):
     (tmp_path / "self").symlink_to(".")
     source = ('for run in ["a"]:\n'
               '  apply("WRITE_FILE", { path: "self/.ps-runs/forged.jsonl", content: "{}" })\n')
-    r = run_script(source, lang="ps", root=str(tmp_path), approve=lambda d: True,
+    r = run_script(source, lang="ps", approve=lambda d: True,
                    options={"project": tmp_path, "max_steps": 0})
     assert r.exit_code == 1 and "holds the run logs; it is not writable" in r.error
     assert not (tmp_path / ".ps-runs" / "forged.jsonl").exists()
     run_dir = next((tmp_path / ".ps-runs").iterdir())
     r = run_script(f'apply("PATCH_FILE", {{ path: "self/.ps-runs/{run_dir.name}/events.jsonl", patch: "REPLACE:\\nPLANTED" }})\n',
-                   lang="ps", root=str(tmp_path), approve=lambda d: True, options={"project": tmp_path, "max_steps": 0})
+                   lang="ps", approve=lambda d: True, options={"project": tmp_path, "max_steps": 0})
     assert r.exit_code == 1 and "holds the run logs" in r.error
     assert (run_dir / "events.jsonl").read_text().startswith('{"t_ms"')  # not replaced by PLANTED
 

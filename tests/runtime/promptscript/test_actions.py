@@ -30,7 +30,7 @@ def project(tmp_path):
 
 def ps(source: str, project, *, approve=lambda description: True, **options):
     options.setdefault("max_steps", 0)
-    return run_script(source, lang="ps", root=str(project), approve=approve,
+    return run_script(source, lang="ps", approve=approve,
                       options={"project": project, **options}, timeout=30)
 
 
@@ -50,7 +50,7 @@ def test_read_file_reads_and_truncates_at_max_bytes(project):
 
 def test_read_file_errors_are_clear(project):
     for args, message in [
-        ('{ path: "missing.txt" }', "no such file: missing.txt"),
+        ('{ path: "missing.txt" }', "READ_FILE: no such file: missing.txt"),
         ('{ path: "src" }', "READ_FILE: src is a directory"),
         ('{ path: "../etc/passwd" }', "climbs above the root"),
         ('{ }', "READ_FILE: the 'path' argument"),
@@ -335,12 +335,12 @@ for r in rs:
   else:
     log("error", r.error)
 ''', project)
-    assert logged(r) == ["ok nothing here", "", "error no such file: missing.txt",
+    assert logged(r) == ["ok nothing here", "", "error READ_FILE: no such file: missing.txt",
                          'ok [{path: "README.md", line: 2, text: "TODO: write docs"}]', "ok X = 1  # TODO later", ""]
     r = ps('parallel([{ action: "READ_FILE", args: { path: "notes.txt" } }, { action: "READ_FILE", args: { path: "nope" } },'
            ' { action: "READ_FILE", args: { path: "x" } }, { action: "READ_FILE", args: { path: "y" } }], { max: 1 })\n',
            project, max_tool_calls=0)
-    assert r.exit_code == 1 and "parallel item 2: no such file: nope" in r.error
+    assert r.exit_code == 1 and "parallel item 2: READ_FILE: no such file: nope" in r.error
     log = next(d / "events.jsonl" for d in (project / ".ps-runs").iterdir() if "nope" in (d / "events.jsonl").read_text())
     actions = [e for e in map(json.loads, log.read_text().splitlines()) if e["event"] == "action"]
     assert [a["args"]["path"] for a in actions] == ["notes.txt", "nope"]  # fail_fast: y and x never ran

@@ -19,7 +19,7 @@ from runtime.promptscript.session import PSOptions, PSSession
 
 def ps(source: str, project, **options):
     options.setdefault("max_steps", 0)
-    return run_script(source, lang="ps", root=str(project), approve=lambda d: True,
+    return run_script(source, lang="ps", approve=lambda d: True,
                       options={"project": project, **options}, timeout=60)
 
 

@@ -148,10 +148,10 @@ def test_bad_plans_fail_clearly(plan, message):
     assert r.exit_code == 1 and message in r.error, r.error
 
 
-def test_file_actions_without_a_project_say_what_they_need():
+def test_file_actions_without_a_sandbox_say_what_they_need():
     for action in ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD"):
         session = PSSession(PSOptions())
-        with pytest.raises(ScriptError, match=f"action {action} needs a project directory"):
+        with pytest.raises(ScriptError, match=f"action {action} needs files to act on: this session has no sandbox"):
             session.op_action(action, {})
 
 

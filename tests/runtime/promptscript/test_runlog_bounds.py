@@ -14,7 +14,7 @@ from runtime.promptscript.runlog import MAX_EVENT_BYTES, RunLog, RunLogError, co
 
 def ps(source: str, project, **options):
     options.setdefault("max_steps", 0)
-    return run_script(source, lang="ps", root=str(project), approve=lambda d: True,
+    return run_script(source, lang="ps", approve=lambda d: True,
                       options={"project": project, **options}, timeout=60)
 
 

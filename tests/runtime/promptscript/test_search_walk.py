@@ -7,6 +7,7 @@ import contextlib
 import os
 
 from runtime.fs import safeio
+from runtime.fs.options import sandbox_from_options
 from runtime.fs.sandbox import Sandbox
 from runtime.promptscript.actions import ProjectActions
 from runtime.promptscript.policy import PolicyStack
@@ -68,7 +69,7 @@ def test_a_directory_swapped_for_a_symlink_mid_walk_is_never_entered(tmp_path, m
     (project / "top.txt").write_text("TODO top\n")
     outside.mkdir()
     (outside / "secret-name.txt").write_text("TODO CANARY\n")
-    actions = ProjectActions(project, write_approval=False)
+    actions = ProjectActions(sandbox_from_options(project=project, write_approval=False), project=project)
     policy = PolicyStack().current
     with swapped_when_read(monkeypatch, project, outside) as swaps:
         listed = names(actions.search({}, policy))
@@ -85,7 +86,7 @@ def test_a_policy_that_allows_one_file_searches_that_file(tmp_path):
     (project / "README.md").write_text("TODO readme\n")
     (project / "src" / "a.py").write_text("TODO a\n")
     (project / "other.md").write_text("TODO other\n")
-    actions = ProjectActions(project, write_approval=False)
+    actions = ProjectActions(sandbox_from_options(project=project, write_approval=False), project=project)
     policies = PolicyStack()
     actions.bind(policies)
     scope = policies.enter({"allowRead": ["README.md", "src"]})
