@@ -118,15 +118,20 @@ def run_script(
                              lang=lang, isolation=isolation)
     finally:
         handlers.close()
-    figures = {"transpile_s": transpiled - wall_started, **outcome.figures}
-    figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
-    figures["wall_s"] = time.monotonic() - wall_started
-    figures["broker_peak_rss_kib"] = peak_rss_kib()
-    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), figures=figures, layers=outcome.layers)
+    result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,
+                       figures=_figures(outcome, transpiled - wall_started, wall_started))
     if outcome.status != "ok":
         _locate_failure(result, outcome, emitted, source)
     handlers.finish(result)
     return result
+
+
+def _figures(outcome, transpile_s: float, wall_started: float) -> dict:
+    figures = {"transpile_s": transpile_s, **outcome.figures}
+    figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
+    figures["wall_s"] = time.monotonic() - wall_started
+    figures["broker_peak_rss_kib"] = peak_rss_kib()
+    return figures
 
 
 def _sandbox(root, mounts, lang: str, options: dict):

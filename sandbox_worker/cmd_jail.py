@@ -296,76 +296,102 @@ def reap(child: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def main() -> None:
-    config = json.loads(sys.argv[1])
-    status_fd = int(sys.argv[2])
-    argv = sys.argv[3:]
-    strict = config.get("isolation") == "strict"
-    report: dict[str, str] = {}
+class Launch:
+    """One command's launch, in order: its user, its namespaces, its filesystem view, then the
+    layers of the process itself, then exec. Each layer's status goes into ``report`` (sent to
+    the broker before exec); a step that fails, or under --isolation strict a layer that is not
+    in force, ends the launch with one line to the broker and exit status 127."""
 
-    def layer(name: str, apply, *args) -> None:
-        try:
-            report[name] = apply(*args)
-        except Exception as exc:  # noqa: BLE001 - a layer that fails is reported, never a traceback
-            report[name] = f"missing: {exc}"
-        if strict and not is_active(report[name]):
-            fail(f"isolation strict: the command's {name} layer is not in force ({report[name]})")
+    def __init__(self, config: dict, status_fd: int) -> None:
+        self.config = config
+        self.status_fd = status_fd
+        self.strict = config.get("isolation") == "strict"
+        self.report: dict[str, str] = {}
 
-    def fail(message: str) -> None:
+    def fail(self, message: str) -> None:
         try:
-            os.write(status_fd, ("error " + message + "\n").encode("utf-8", "replace")[:4000])
+            os.write(self.status_fd, ("error " + message + "\n").encode("utf-8", "replace")[:4000])
         finally:
             os._exit(127)
 
-    root = os.geteuid() == 0
-    idmap = None
-    if root:
+    def require(self, name: str) -> None:
+        if self.strict and not is_active(self.report[name]):
+            self.fail(f"isolation strict: the command's {name} layer is not in force ({self.report[name]})")
+
+    def layer(self, name: str, apply, *args) -> None:
+        try:
+            self.report[name] = apply(*args)
+        except Exception as exc:  # noqa: BLE001 - a layer that fails is reported, never a traceback
+            self.report[name] = f"missing: {exc}"
+        self.require(name)
+
+    def user(self, root: bool) -> int | None:
+        """The idmap of the project's mount when started as root (the command runs as nobody)."""
+        if not root:
+            self.report["user"] = f"active: uid {INSIDE_UID} in a user namespace"
+            return None
         try:
             idmap = idmap_userns(NOBODY, NOBODY)
-            report["user"] = "active: nobody, the project idmapped"
         except (Refused, OSError) as exc:
-            fail(f"the command cannot run as nobody with the project writable ({exc}); it never runs as root")
-    else:
-        report["user"] = f"active: uid {INSIDE_UID} in a user namespace"
-    try:
-        report.update(namespaces(root))
-    except OSError as exc:
-        fail(f"the command's namespaces: {exc}")
-    for name in NAMESPACES:
-        if strict and not is_active(report[name]):
-            fail(f"isolation strict: the command's {name} layer is not in force ({report[name]})")
-    trees = None
-    if report["mountns"] == "active":
+            self.fail(f"the command cannot run as nobody with the project writable ({exc}); it never runs as root")
+        self.report["user"] = "active: nobody, the project idmapped"
+        return idmap
+
+    def enter_namespaces(self, root: bool) -> None:
         try:
-            trees = take_trees(config["project"], config.get("extra", []), idmap)
-        except (Refused, OSError) as exc:
-            fail(f"the command's filesystem view could not be made: {exc}")
-    if report["pidns"] == "active":
-        child = os.fork()
-        if child:
-            os.close(status_fd)  # the broker's read of it ends when the command is exec'ed
-            reap(child)
-        libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
-    if trees is not None:
+            self.report.update(namespaces(root))
+        except OSError as exc:
+            self.fail(f"the command's namespaces: {exc}")
+        for name in NAMESPACES:
+            self.require(name)
+
+    def view(self, idmap: int | None) -> bool:
+        """The filesystem view (taken before the PID namespace's fork, built after it); False
+        when there is no mount namespace and the command runs in the project as it is."""
+        project = self.config["project"]
+        trees = None
+        if self.report["mountns"] == "active":
+            try:
+                trees = take_trees(project, self.config.get("extra", []), idmap)
+            except (Refused, OSError) as exc:
+                self.fail(f"the command's filesystem view could not be made: {exc}")
+        if self.report["pidns"] == "active":
+            child = os.fork()
+            if child:
+                os.close(self.status_fd)  # the broker's read of it ends when the command is exec'ed
+                reap(child)
+            libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+        if trees is None:
+            os.chdir(project)
+            return False
         try:
             build_root(trees)
         except (Refused, OSError) as exc:
-            fail(f"the command's filesystem view could not be made: {exc}")
-    else:
-        os.chdir(config["project"])
-    layer("uid", drop_privileges, root)
-    project = "/project" if trees is not None else config["project"]
-    layer("landlock", landlock, (project, "/tmp", "/dev"), SYSTEM_DIRS + tuple(config.get("extra", ())) + ("/proc",))
-    layer("seccomp", deny_filter)
-    layer("rlimits", rlimits, config)
-    os.write(status_fd, ("layers " + json.dumps(report) + "\n").encode())
-    os.set_inheritable(status_fd, False)
-    os.closerange(3, status_fd)
-    os.closerange(status_fd + 1, 1 << 16)
-    try:
-        os.execve(argv[0], argv, config["env"])
-    except OSError as exc:
-        fail(f"cannot execute {os.path.basename(argv[0])}: {exc.strerror}")
+            self.fail(f"the command's filesystem view could not be made: {exc}")
+        return True
+
+    def run(self, argv: list[str]) -> None:
+        root = os.geteuid() == 0
+        idmap = self.user(root)
+        self.enter_namespaces(root)
+        project = "/project" if self.view(idmap) else self.config["project"]
+        self.layer("uid", drop_privileges, root)
+        self.layer("landlock", landlock, (project, "/tmp", "/dev"),
+                   SYSTEM_DIRS + tuple(self.config.get("extra", ())) + ("/proc",))
+        self.layer("seccomp", deny_filter)
+        self.layer("rlimits", rlimits, self.config)
+        os.write(self.status_fd, ("layers " + json.dumps(self.report) + "\n").encode())
+        os.set_inheritable(self.status_fd, False)
+        os.closerange(3, self.status_fd)
+        os.closerange(self.status_fd + 1, 1 << 16)
+        try:
+            os.execve(argv[0], argv, self.config["env"])
+        except OSError as exc:
+            self.fail(f"cannot execute {os.path.basename(argv[0])}: {exc.strerror}")
+
+
+def main() -> None:
+    Launch(json.loads(sys.argv[1]), int(sys.argv[2])).run(sys.argv[3:])
 
 
 if __name__ == "__main__":

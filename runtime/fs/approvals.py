@@ -1,16 +1,18 @@
 """The one approvals component: what a run's approver said yes to, remembered by operation
 and arguments, so each distinct operation is asked once per run, whichever part of the
-runtime (FilesDSL reads and listings, the file toolset, PromptScript's actions) needs it."""
+runtime (FilesDSL reads and listings, the file toolset, PromptScript's actions) needs it;
+and the seed's approval decision (ApprovalResult: blocked, pre_approved or needs_approval)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
 
 from runtime.errors import ApprovalDeniedError
 
-__all__ = ["Approvals", "approval_key"]
+__all__ = ["ApprovalResult", "Approvals", "approval_key", "result_class"]
 
 
 def approval_key(name: str, tool_args: dict[str, Any]) -> str:
@@ -36,3 +38,50 @@ class Approvals:
         if not self.approve(description):
             raise ApprovalDeniedError(f"{description}: not approved.{tail}")
         self.granted.add(key)
+
+
+@dataclass(frozen=True)
+class ApprovalResult:
+    """The seed's approval decision, with the same fields and properties as
+    pydantic-ai-blocking-approval's (result_class() is that class when it is installed: its ApprovalToolset checks the type)."""
+
+    status: Literal["blocked", "pre_approved", "needs_approval"]
+    block_reason: str | None = None
+
+    @classmethod
+    def blocked(cls, reason: str) -> "ApprovalResult":
+        return cls("blocked", reason)
+
+    @property
+    def reason(self) -> str | None:
+        return self.block_reason
+
+    @property
+    def is_blocked(self) -> bool:
+        return self.status == "blocked"
+
+    @property
+    def is_pre_approved(self) -> bool:
+        return self.status == "pre_approved"
+
+    @property
+    def is_needs_approval(self) -> bool:
+        return self.status == "needs_approval"
+
+    @classmethod
+    def pre_approved(cls) -> "ApprovalResult":
+        return cls("pre_approved")
+
+    @classmethod
+    def needs_approval(cls) -> "ApprovalResult":
+        return cls("needs_approval")
+
+
+def result_class() -> type:
+    """pydantic-ai-blocking-approval's ApprovalResult when installed (its wrapper checks the
+    class), else ours, which has the same fields and properties."""
+    try:
+        from pydantic_ai_blocking_approval import ApprovalResult as WrapperResult
+    except ImportError:
+        return ApprovalResult
+    return WrapperResult

@@ -27,6 +27,8 @@ allowRead). The run log directory ``.ps-runs`` is never writable by scripts.
 RUN_CMD runs in the project (the directory mounted read-write at "/"); a run without a
 project (``--root`` or mounts only) cannot run commands.
 
+SEARCH is runtime/promptscript/search.py.
+
 Time: ``deadline`` (runtime.promptscript.deadline.OpDeadline) says when the op must stop: SEARCH checks
 it per directory entry and per file, RUN_CMD's timeout is lowered to it; past it, ``expired(what)``
 is a spent --max-time budget or the worker's `timeout` block, whichever came first.
@@ -38,14 +40,12 @@ import codecs
 import math
 import os
 import shutil
-import time
 from pathlib import Path
 from typing import Callable
 
 from runtime.errors import ApprovalDeniedError, LimitError, RunSetupError, SandboxError, ScriptError
 from runtime.fs import paths
 from runtime.fs.approvals import Approvals
-from runtime.fs.entries import WalkEntry
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative, rooted
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
@@ -54,18 +54,13 @@ from runtime.promptscript.command import DEFAULT_OUTPUT_CAP, CommandTimeout, run
 from runtime.promptscript.patch import PatchError, apply_diff, apply_edits, apply_replace, looks_like_diff
 from runtime.promptscript.policy import intersect_paths, under
 from runtime.promptscript.runlog import RUN_LOG_DIR
-from runtime.services.globs import glob_matcher
+from runtime.promptscript.search import search
 from runtime.services.toolset import FileSystemToolset
 from wire import protocol
 
 DEFAULT_READ_BYTES = 500_000
-DEFAULT_SEARCH_RESULTS = 200
-MAX_SEARCH_RESULTS = protocol.PS_MAX_SEARCH_RESULTS
-MAX_SEARCH_FILES = 100_000
-MAX_LINE_CHARS = 300
 DEFAULT_CMD_TIMEOUT_MS = 60_000
 MAX_CMD_TIMEOUT_MS = protocol.PS_MAX_CMD_TIMEOUT_MS
-SKIPPED_DIRS = frozenset({".git", ".ps-runs"})
 
 
 def _shown_list(values) -> str:
@@ -307,79 +302,11 @@ class ProjectActions:
         size, _existed = self._write("PATCH_FILE", sb, rel, new_text, policy)
         return {"path": rel, "bytes": size, "format": fmt, "changed": new_text != text}, None
 
-    @staticmethod
-    def _files(vfs: VirtualFS, patterns: list, deadline_check) -> list[WalkEntry]:
-        """The regular files the scope may read, sorted by path. The walk opens each directory
-        beneath its mount's descriptor and follows no symlink (runtime/fs/vfs.py): a directory
-        swapped for a symlink mid-walk is not entered. Covering a read_approval mount asks first."""
-        top, _ = vfs.resolve_dir("/")
-        vfs.check_listable(top, True)
-        out: list[WalkEntry] = []
-        for e in vfs.walk(top, True, check=deadline_check, prune=lambda e: e.name in SKIPPED_DIRS):
-            if e.kind != "file":
-                continue  # directories, symlinks and special files are not searched
-            if patterns and not any(match(e.vpath) for match in patterns):
-                continue
-            out.append(e)
-            if len(out) > MAX_SEARCH_FILES:
-                raise LimitError(f"SEARCH: more than {MAX_SEARCH_FILES} files to search; narrow it with globs")
-        return sorted(out, key=lambda e: e.vpath)
-
     def search(self, args: dict, policy: dict):
-        a = args  # checked by runtime/promptscript/arguments.py
-        query = a.get("query", "")
-        globs = a.get("globs", [])
-        limit = a.get("maxResults", DEFAULT_SEARCH_RESULTS)
-        if not 1 <= limit <= MAX_SEARCH_RESULTS:
-            raise ActionArgError(f"SEARCH: maxResults must be an integer from 1 to {MAX_SEARCH_RESULTS}")
-        if "\n" in query:
-            raise ActionArgError("SEARCH: the query is one line of text (it is matched line by line)")
-        for g in globs:
-            if not g or "\x00" in g or len(g) > 1000:
-                raise ActionArgError("SEARCH: each glob must be a non-empty pattern such as 'src/**/*.py'")
         try:
-            patterns = [glob_matcher(g) for g in globs]
-        except ScriptError as exc:
-            raise ActionArgError(f"SEARCH: {exc}") from None
-        sb = self.sandbox
-        started = time.monotonic()
-
-        def deadline_check():
-            left = self.deadline.left()
-            if left is not None and left <= 0:
-                raise self.deadline.expired(f"SEARCH was stopped after {int((time.monotonic() - started) * 1000)} ms")
-
-        vfs = self._vfs(sb)
-        try:
-            files = self._files(vfs, patterns, deadline_check)
+            return search(self._vfs(self.sandbox), args, policy, self.deadline), None
         except ApprovalDeniedError as exc:
             raise ApprovalDeniedError(f"SEARCH: {exc}") from None
-        if not query:
-            return [{"path": e.vpath} for e in files[:limit]], None
-        needle = query.encode("utf-8", "surrogatepass")
-        results = []
-        cap = policy["maxFileBytes"]
-        for e in files:
-            deadline_check()
-            rel = e.vpath
-            try:
-                data = vfs.read_entry(e, cap)
-            except ApprovalDeniedError as exc:
-                raise ApprovalDeniedError(f"SEARCH: {exc}") from None
-            except (OverflowError, ScriptError):
-                continue  # over maxFileBytes or the mount's limit, or changed since it was listed
-            if b"\x00" in data[:8192] or needle not in data:
-                continue
-            text = data.decode("utf-8", "replace")
-            for number, line in enumerate(text.splitlines(), 1):
-                if query in line:
-                    shown = line.strip()
-                    if len(shown) > MAX_LINE_CHARS:
-                        shown = shown[:MAX_LINE_CHARS - 3] + "..."
-                    results.append({"path": rel, "line": number, "text": shown})
-                    if len(results) >= limit:
-                        return results, None
-        return results, None
 
     def run_cmd(self, args: dict, policy: dict):
         a = args  # checked by runtime/promptscript/arguments.py

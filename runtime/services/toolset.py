@@ -33,9 +33,8 @@ from __future__ import annotations
 import errno
 import os
 import stat as statmod
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -45,7 +44,7 @@ from runtime.errors import (
     ScriptError,
 )
 from runtime.fs import paths
-from runtime.fs.approvals import Approvals
+from runtime.fs.approvals import ApprovalResult, Approvals  # noqa: F401  (ApprovalResult: the seed's name here)
 from runtime.fs.config import Mount, SandboxConfig
 from runtime.fs.fileio import SandboxFiles, os_error, shown_path
 from runtime.fs.mounts import Location
@@ -60,45 +59,6 @@ class ReadResult(BaseModel):
     total_chars: int
     offset: int
     chars_read: int
-
-
-@dataclass(frozen=True)
-class ApprovalResult:
-    """The seed's approval decision, with the same fields and properties as
-    pydantic-ai-blocking-approval's (runtime/services/pydantic_ai_toolset.py hands that class to its
-    ApprovalToolset when it is installed)."""
-
-    status: Literal["blocked", "pre_approved", "needs_approval"]
-    block_reason: str | None = None
-
-    @classmethod
-    def blocked(cls, reason: str) -> "ApprovalResult":
-        return cls("blocked", reason)
-
-    @property
-    def reason(self) -> str | None:
-        return self.block_reason
-
-    @property
-    def is_blocked(self) -> bool:
-        return self.status == "blocked"
-
-    @property
-    def is_pre_approved(self) -> bool:
-        return self.status == "pre_approved"
-
-    @property
-    def is_needs_approval(self) -> bool:
-        return self.status == "needs_approval"
-
-    @classmethod
-    def pre_approved(cls) -> "ApprovalResult":
-        return cls("pre_approved")
-
-    @classmethod
-    def needs_approval(cls) -> "ApprovalResult":
-        return cls("needs_approval")
-
 
 
 # tool name (seed) -> method name
