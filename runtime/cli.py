@@ -19,7 +19,7 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from runtime.api import EXIT_USAGE, MountSpec, run_script  # noqa: E402
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES  # noqa: E402
-from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES  # noqa: E402
+from runtime.promptscript.options import PSOptions  # noqa: E402
 from runtime.services.documents import DEFAULT_MEMORY_BYTES  # noqa: E402
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES  # noqa: E402
 from transpiler import LANGUAGES, language_for  # noqa: E402
@@ -135,16 +135,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_promptscript_options(run) -> None:
     ps = run.add_argument_group("PromptScript (.ps) only")  # budgets: runtime/promptscript/session.py
+    default = PSOptions()
     ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write at / (writes ask, --yes pre-approves); RUN_CMD runs there and the run log goes to DIR/.ps-runs/<id>/ (default: . unless --root, --mount or --config is given)")
-    ps.add_argument("--max-steps", type=int, default=None, metavar="N", help="statements executed (default 50000; 0: no limit)")
-    ps.add_argument("--max-time", type=int, default=None, metavar="MS", help="running time in ms (default 600000; 0: no limit; --timeout still applies)")
-    ps.add_argument("--max-tool-calls", type=int, default=None, metavar="N", help="apply() calls (default 0: no limit)")
+    ps.add_argument("--max-steps", type=int, default=None, metavar="N", help=f"statements executed (default {default.max_steps}; 0: no limit)")
+    ps.add_argument("--max-time", type=int, default=None, metavar="MS", help=f"running time in ms (default {default.max_time_ms}; 0: no limit; --timeout still applies)")
+    ps.add_argument("--max-tool-calls", type=int, default=None, metavar="N", help=f"apply() calls (0: no limit; default {default.max_tool_calls})")
     ps.add_argument("--max-files-changed", type=int, default=None, metavar="N",
                     help="distinct files WRITE_FILE/PATCH_FILE may change (default: no limit; 0: none)")
     ps.add_argument("--halt-on-loop", action="store_true", default=None,
                     help="stop when the same action with the same args, or the same cycle of up to 4 such actions, runs 3 times in a row")
     ps.add_argument("--max-log-bytes", type=int, default=None, metavar="BYTES",
-                    help=f"size limit of the run log; later events are dropped, and it says so (default {DEFAULT_MAX_LOG_BYTES}: 16 MiB)")
+                    help=f"size limit of the run log; later events are dropped, and it says so (default {default.max_log_bytes})")
     ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
 
@@ -203,8 +204,6 @@ def check_run_limits(args) -> None:
 def promptscript_options(args) -> tuple[dict, float]:
     """A .ps run's options and its wall-clock limit, from the command line (the run log is
     opened once the run's sandbox is known to be good: open_run_log)."""
-    from runtime.promptscript.session import PSOptions
-
     defaults = PSOptions()
     for dest, name in PS_DEFAULT_FIELDS.items():
         if getattr(args, dest) is None:
@@ -275,8 +274,6 @@ def command_run(args) -> int:
     sys.stdout.flush()
     if run_log is not None and result.error_kind == "SyntaxError":
         from runtime.promptscript.runlog import log_unstarted_run
-        from runtime.promptscript.session import PSOptions
-
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
     report_run(result, args.verbose)
     return result.exit_code

@@ -106,7 +106,6 @@ OPS: dict[str, dict[str, str]] = {
 # The actions a ps.action names (spec: "Acciones del LLM"), and those ps.parallel may run
 # (the read-only ones).
 PS_ACTIONS = ("READ_FILE", "WRITE_FILE", "PATCH_FILE", "SEARCH", "RUN_CMD", "ASK_USER", "REPORT")
-PS_PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")
 
 # What a `with policy` object may say: key -> (type, what it must be). check_policy() is the
 # one check of it; the worker runs it for an early, located message, the broker again.
@@ -146,6 +145,45 @@ def check_policy(policy, type_name=lambda value: type(value).__name__) -> dict:
                 raise ValueError(f"policy allowActions: unknown action '{unknown[0][:40]}' (actions: {', '.join(PS_ACTIONS)})")
         out[key] = list(value)
     return out
+
+
+PS_PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")  # parallel() runs the read-only actions only
+PS_PARALLEL_OPTIONS = {"max": 4, "fail_fast": True}  # option -> default
+PS_MAX_PARALLEL = 16  # most actions at once
+PS_MAX_PARALLEL_ITEMS = 1000
+
+
+def check_parallel(items, options, type_name=lambda value: type(value).__name__,
+                   shown=lambda value: repr(value)[:40]) -> tuple[list, int, bool]:
+    """parallel()'s items and options as (items, max, fail_fast) when every item is an object
+    {action, args} naming a read-only action and the options are as PS_PARALLEL_OPTIONS says;
+    otherwise ValueError naming what is wrong (``type_name`` words a value's type, ``shown``
+    a value). The worker runs it for an early, located message; the broker again."""
+    if type(items) is not list:
+        raise ValueError(f"parallel() needs an array of {{action, args}} items, not {type_name(items)}")
+    if len(items) > PS_MAX_PARALLEL_ITEMS:
+        raise ValueError(f"parallel() takes at most {PS_MAX_PARALLEL_ITEMS} items, not {len(items)}")
+    for i, item in enumerate(items, 1):
+        if type(item) is not dict or set(item) != {"action", "args"}:
+            raise ValueError(f"parallel item {i} must be an object {{action, args}}")
+        if item["action"] not in PS_PARALLEL_ACTIONS:
+            raise ValueError(f"parallel item {i}: parallel() runs only the read-only actions "
+                             f"{', '.join(PS_PARALLEL_ACTIONS)}, not {shown(item['action'])}")
+        if type(item["args"]) is not dict:
+            raise ValueError(f"parallel item {i}: args must be an object, not {type_name(item['args'])}")
+    options = {} if options is None else options
+    if type(options) is not dict:
+        raise ValueError(f"parallel() options must be an object {{max, fail_fast}}, not {type_name(options)}")
+    unknown = [k for k in options if k not in PS_PARALLEL_OPTIONS]
+    if unknown:
+        raise ValueError(f"parallel(): unknown option '{str(unknown[0])[:40]}' (options: {', '.join(PS_PARALLEL_OPTIONS)})")
+    most = options.get("max", PS_PARALLEL_OPTIONS["max"])
+    fail_fast = options.get("fail_fast", PS_PARALLEL_OPTIONS["fail_fast"])
+    if type(most) is not int or not 1 <= most <= PS_MAX_PARALLEL:
+        raise ValueError(f"parallel(): max must be a whole number from 1 to {PS_MAX_PARALLEL}")
+    if type(fail_fast) is not bool:
+        raise ValueError("parallel(): fail_fast must be true or false")
+    return items, most, fail_fast
 
 
 # Each action's arguments: name -> (type, required, what the script must give). Types: "str",

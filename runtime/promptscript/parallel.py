@@ -9,26 +9,15 @@ from runtime.promptscript.deadline import BlockDeadline
 from runtime.promptscript.policy import ActionError
 from wire import protocol
 
-PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS  # the read-only actions only
-MAX_PARALLEL = 16  # most threads at once
-MAX_PARALLEL_ITEMS = 1000
 
-
-def parallel_items(session, batch: list, max: int) -> list[tuple[str, dict]]:
-    """(action, args) of each item, every item checked before any runs."""
-    if type(batch) is not list or len(batch) > MAX_PARALLEL_ITEMS:
-        raise ActionError(f"parallel() needs an array of at most {MAX_PARALLEL_ITEMS} items")
-    if not 1 <= max <= MAX_PARALLEL:
-        raise ActionError(f"parallel(): max must be an integer from 1 to {MAX_PARALLEL}")
-    parsed = []
-    for i, item in enumerate(batch, 1):
-        if type(item) is not dict or set(item) != {"action", "args"}:
-            raise ActionError(f"parallel item {i} must be an object {{action, args}}")
-        if item["action"] not in PARALLEL_ACTIONS:
-            raise ActionError(f"parallel item {i}: parallel() runs only the read-only actions "
-                              f"{', '.join(PARALLEL_ACTIONS)}, not {str(item['action'])[:40]}")
-        parsed.append((item["action"], session.parse_action(item["action"], item["args"])))
-    return parsed
+def parallel_items(session, batch: list, max: int, fail_fast: bool) -> list[tuple[str, dict]]:
+    """(action, args) of each item, every item checked (wire.protocol.check_parallel, as the
+    worker checked them) before any runs."""
+    try:
+        protocol.check_parallel(batch, {"max": max, "fail_fast": fail_fast})
+    except ValueError as exc:
+        raise ActionError(str(exc)) from None
+    return [(item["action"], session.parse_action(item["action"], item["args"])) for item in batch]
 
 
 def run_parallel(session, batch: list, max: int, fail_fast: bool):
@@ -42,7 +31,7 @@ def run_parallel(session, batch: list, max: int, fail_fast: bool):
     from concurrent.futures import ThreadPoolExecutor
 
     session.check_budgets()
-    parsed = parallel_items(session, batch, max)
+    parsed = parallel_items(session, batch, max, fail_fast)
     policy = session.policies.current
     if session.files is not None:
         for mount in session.files.sandbox.mounts:  # open the mount fds before the threads share them

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -43,35 +43,16 @@ from runtime.errors import LimitError, RunSetupError, SandboxError, ScriptError
 from runtime.promptscript import dialogue
 from runtime.promptscript.arguments import check_action_args
 from runtime.promptscript.deadline import OpDeadline
+from runtime.promptscript.options import PSOptions
 from runtime.promptscript.parallel import run_parallel
 from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
-from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES, RunLog, RunLogError, start_fields
+from runtime.promptscript.runlog import RunLog, RunLogError, start_fields
 
 # --halt-on-loop: the same action with the same args, or the same short cycle of them
 # (A,B,A,B,A,B), this many times in a row.
 LOOP_REPEATS = 3
 LOOP_MAX_CYCLE = 4
 EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget", "end"})
-
-
-@dataclass
-class PSOptions:
-    """The options of a PromptScript run (CLI flags of `fdsl run x.ps`), with their defaults."""
-
-    project: str | Path | None = None  # --project: mounted read-write at /; the run log goes to its .ps-runs/<id>/
-    max_steps: int = 50_000  # --max-steps: statements executed (0: unlimited)
-    max_time_ms: int = 600_000  # --max-time: milliseconds of running (0: unlimited)
-    max_tool_calls: int = 0  # --max-tool-calls: apply() calls (0: unlimited)
-    halt_on_loop: bool = False  # --halt-on-loop
-    verbose: bool = False  # --verbose: trace each action on stderr
-    allow_commands: tuple = ()  # the base scope's command allowlist (RUN_CMD)
-    max_files_changed: int | None = None  # --max-files-changed: distinct files written/patched (None: no limit)
-    write_approval: bool = True  # writes to the project mount ask `approve` (the CLI: terminal or --yes)
-    approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
-    output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
-    run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
-    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # --max-log-bytes: the run log's size limit
-    isolation: str = "best"  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
 
 
 # ---- the session -------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from runtime import jail
 from runtime.promptscript.command import run_command
 from tests.support import CANARY, REPO
+from tests.support.net import loopback_listener
 
 ROOT = os.geteuid() == 0
 NOBODY = 65534
@@ -85,22 +85,14 @@ def test_cmd_never_runs_as_root_nor_with_a_capability(broker, world):
 
 def test_cmd_cant_reach_the_host_network_nor_setns_back(broker, world):
     project, _ = world
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    listener.settimeout(4)
-    port = listener.getsockname()[1]
-    accepted = []
+    with loopback_listener() as (port, accepted):
+        result = py(project, _network_probe(port))
+    assert "CONNECTED" not in result["stdout"] and not accepted, result
+    assert "setns 1" not in result["stdout"], result
 
-    def accept():
-        try:
-            accepted.append(listener.accept())
-        except OSError:
-            pass
 
-    thread = threading.Thread(target=accept)
-    thread.start()
-    code = (
+def _network_probe(port: int) -> str:
+    return (
         "import os, socket\n"
         "for pid in ('1', str(os.getppid()), 'self'):\n"
         "    try:\n"
@@ -111,13 +103,6 @@ def test_cmd_cant_reach_the_host_network_nor_setns_back(broker, world):
         f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('CONNECTED')\n"
         "except OSError as e:\n    print('refused', e.errno)\n"
     )
-    try:
-        result = py(project, code)
-    finally:
-        thread.join()
-        listener.close()
-    assert "CONNECTED" not in result["stdout"] and not accepted, result
-    assert "setns 1" not in result["stdout"], result
 
 
 def test_cmd_cant_read_or_write_outside_the_project(broker, world):

@@ -13,9 +13,6 @@ from .guards import to_json
 from .runtime import Runtime
 from .values import render, type_name
 
-PARALLEL_ACTIONS = protocol.PS_PARALLEL_ACTIONS
-PARALLEL_OPTIONS = ("max", "fail_fast")
-
 
 class ScriptBuiltins:
     def __init__(self, rt: Runtime) -> None:
@@ -59,38 +56,12 @@ class ScriptBuiltins:
             raise PSError(f"parallel() takes an array of items and an optional options object "
                           f"({len(args)} arguments given)")
         items = args[0]
-        self._check_items(items)
-        most, fail_fast = self._options(args[1] if len(args) == 2 else None)
+        try:
+            items, most, fail_fast = protocol.check_parallel(items, args[1] if len(args) == 2 else None, type_name,
+                                                             lambda value: render(value, top=False))
+        except ValueError as exc:
+            raise PSError(str(exc)) from None
         return self.rt.action_call("ps.parallel", items=to_json(items, "parallel"), max=most, fail_fast=fail_fast)
-
-    @staticmethod
-    def _check_items(items) -> None:
-        if type(items) is not list:
-            raise PSError(f"parallel() needs an array of {{action, args}} items, not {type_name(items)}")
-        for i, item in enumerate(items, 1):
-            if type(item) is not dict or set(item) != {"action", "args"}:
-                raise PSError(f"parallel item {i} must be an object {{action, args}}")
-            if item["action"] not in PARALLEL_ACTIONS:
-                raise PSError(f"parallel item {i}: parallel() runs only the read-only actions "
-                              f"{', '.join(PARALLEL_ACTIONS)}, not {render(item['action'], top=False)}")
-            if type(item["args"]) is not dict:
-                raise PSError(f"parallel item {i}: args must be an object, not {type_name(item['args'])}")
-
-    @staticmethod
-    def _options(opts) -> tuple[int, bool]:
-        opts = {} if opts is None else opts
-        if type(opts) is not dict:
-            raise PSError(f"parallel() options must be an object {{max, fail_fast}}, not {type_name(opts)}")
-        unknown = [k for k in opts if k not in PARALLEL_OPTIONS]
-        if unknown:
-            raise PSError(f"parallel(): unknown option '{unknown[0]}' (options: max, fail_fast)")
-        most = opts.get("max", 4)
-        fail_fast = opts.get("fail_fast", True)
-        if type(most) is not int or not 1 <= most <= 16:
-            raise PSError("parallel(): max must be a whole number from 1 to 16")
-        if type(fail_fast) is not bool:
-            raise PSError("parallel(): fail_fast must be true or false")
-        return most, fail_fast
 
     def ps_var(self, name):
         policy = self.rt.policy()

@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import sys
-import threading
 import time
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from runtime.api import run_script
 from runtime.broker import MAX_STRING_CHARS, RequestDenied, validate_call
 from runtime.terminal import TerminalApprover
+from tests.support.net import loopback_listener
 from wire import protocol
 
 
@@ -252,36 +252,17 @@ def test_allowed_command_runs_without_a_shell_in_the_project(project):
 
 
 def test_command_has_no_network(project):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1)
-    listener.settimeout(3)
-    port = listener.getsockname()[1]
-    accepted = []
-
-    def accept():
-        try:
-            accepted.append(listener.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
-    probe = (f"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), timeout=2)\n print('connected')\n"
-             f"except OSError as e:\n print('refused', type(e).__name__)\n")
-    try:
+    with loopback_listener(timeout=3) as (port, accepted):
+        probe = (f"import socket\ntry:\n socket.create_connection(('127.0.0.1', {port}), timeout=2)\n print('connected')\n"
+                 f"except OSError as e:\n print('refused', type(e).__name__)\n")
         r = ps(f'r = apply("RUN_CMD", {{ cmd: "{os.path.basename(sys.executable)}", args: ["-c", {json.dumps(probe)}] }})\n'
                'log(r.stdout)\n', project, allow_commands=(os.path.basename(sys.executable),))
         # the same probe from the broker's namespace does connect: the listener is reachable
         control = socket.create_connection(("127.0.0.1", port), timeout=2)
         control.close()
-    finally:
-        thread.join()
-        listener.close()
     assert r.exit_code == 0, r.error
     assert r.output.startswith("[ps] refused"), r.output
     assert len(accepted) == 1  # only the control connection arrived
-    accepted[0][0].close()
 
 
 def test_command_that_times_out_is_killed_with_its_group(project):

@@ -48,3 +48,20 @@ def test_the_policy_is_decided_before_the_arguments_and_a_bad_call_is_counted():
     assert session.tool_calls == 2  # both refused calls spent the budget
     with pytest.raises(ScriptError, match="--max-tool-calls 2"):
         session.op_action("REPORT", {"message": "ok"})
+
+
+@pytest.mark.parametrize("items,most,message", [
+    ([{"action": "WRITE_FILE", "args": {}}], 4, "parallel item 1: parallel() runs only the read-only actions READ_FILE, "
+                                                "SEARCH, not 'WRITE_FILE'"),
+    ([{"action": "READ_FILE"}], 4, "parallel item 1 must be an object {action, args}"),
+    ([{"action": "READ_FILE", "args": []}], 4, "parallel item 1: args must be an object, not list"),
+    ([], 17, "parallel(): max must be a whole number from 1 to 16"),
+    ([{"action": "SEARCH", "args": {}}] * 1001, 4, "parallel() takes at most 1000 items, not 1001"),
+])
+def test_the_broker_checks_a_parallel_batch_as_the_worker_does(items, most, message):
+    """A worker that skipped its own check (wire.protocol.check_parallel) meets the same one here."""
+    session = PSSession(PSOptions())
+    with pytest.raises(ScriptError) as caught:
+        session.op_parallel(items, most, True)
+    assert str(caught.value) == message
+    assert session.tool_calls == 0  # nothing ran, nothing was counted

@@ -1,0 +1,34 @@
+"""The options of a PromptScript run, with their defaults: one dataclass the session, the
+command line's flags and their help text share (light to import: the CLI builds its help
+from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES
+
+if TYPE_CHECKING:
+    from runtime.promptscript.runlog import RunLog
+
+
+@dataclass
+class PSOptions:
+    """The options of a PromptScript run (CLI flags of `fdsl run x.ps`), with their defaults."""
+
+    project: str | Path | None = None  # --project: mounted read-write at /; the run log goes to its .ps-runs/<id>/
+    max_steps: int = 50_000  # --max-steps: statements executed (0: unlimited)
+    max_time_ms: int = 600_000  # --max-time: milliseconds of running (0: unlimited)
+    max_tool_calls: int = 0  # --max-tool-calls: apply() calls (0: unlimited)
+    halt_on_loop: bool = False  # --halt-on-loop
+    verbose: bool = False  # --verbose: trace each action on stderr
+    allow_commands: tuple = ()  # the base scope's command allowlist (RUN_CMD)
+    max_files_changed: int | None = None  # --max-files-changed: distinct files written/patched (None: no limit)
+    write_approval: bool = True  # writes to the project mount ask `approve` (the CLI: terminal or --yes)
+    approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
+    output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr
+    run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # --max-log-bytes: the run log's size limit
+    isolation: str = "best"  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
