@@ -96,7 +96,8 @@ PROCESS_ERRORS = {
     "landlock": re.compile(r"\[Errno 13\]|Permission denied"),
     "rlimits": re.compile(r"\[Errno (24|11)\]|Too many open files|Resource temporarily unavailable"),
 }
-LIMIT_ERRORS = re.compile(r"Exceeds the limit \(\d+ digits\)|can't start new thread|maximum recursion depth")
+LIMIT_ERRORS = re.compile(r"Exceeds the limit \(\d+ digits\)|more than \d+ digits cannot be turned into text"
+                          r"|can't start new thread|maximum recursion depth")
 WORKER_ERRORS = re.compile(r"(SystemExit|KeyboardInterrupt|GeneratorExit)\b")
 
 

@@ -5,7 +5,8 @@ exactly Python's) and written back in two dialects with Python's semantics made 
 
 - `re2`: RE2 syntax, or None with `reason` naming the construct RE2 lacks (lookaround,
   backreferences, conditionals, atomic groups, possessive repeats, `$` without MULTILINE,
-  repeat counts over 1000). RE2 runs in time linear in the text. RE2 reads UTF-8, which has
+  repeat counts over 1000, a repeat of something that can match the empty string, which
+  Python and RE2 end differently). RE2 runs in time linear in the text. RE2 reads UTF-8, which has
   no surrogates: its sets leave them out (a text holding one goes to the fallback).
 - `python`: the same pattern for the `regex` module (the deadline-guarded fallback), with the
   same explicit classes, so both engines agree wherever both can run.
@@ -325,6 +326,10 @@ class _Emitter:
         if op is C.POSSESSIVE_REPEAT:
             self._unsupported("a possessive repeat (*+, ++, ?+, {m,n}+)")
         bounded = hi is not C.MAXREPEAT
+        if (not bounded or hi > 1) and sub.getwidth()[0] == 0:
+            # Python ends a loop at an iteration that matched nothing; RE2 may go on with a
+            # later alternative ((?:\B|x)* on "11" is (0,1) in Python, (0,2) in RE2).
+            self._unsupported("a repeat of something that can match the empty string")
         if self.dialect == "re2" and (lo > RE2_MAX_REPEAT or (bounded and hi > RE2_MAX_REPEAT)):
             raise Unsupported(f"a repeat count over {RE2_MAX_REPEAT}")
         before = self.positions

@@ -10,29 +10,9 @@ from __future__ import annotations
 import re
 
 from sandbox_worker.client import BrokerClient, ScriptFailure
+from sandbox_worker.values import Vocabulary
 
-TYPE_NAMES = {str: "string", int: "int", bool: "bool", list: "list"}
-
-
-def type_name(value) -> str:
-    """The DSL's name for a value's type, used in every error message."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, FileObject):
-        return "file"
-    if isinstance(value, DirectoryObject):
-        return "directory"
-    if isinstance(value, Record):
-        return value.kind
-    return "value"
+TYPE_NAMES = {str: "string", int: "int", bool: "bool", list: "list"}  # FilesDSL's plain values
 
 
 def quote(text: str) -> str:
@@ -40,27 +20,28 @@ def quote(text: str) -> str:
     return f'"{escaped}"'
 
 
-def render(value, top: bool = True) -> str:
-    """A value in DSL form: true/false, lists as [1, "a", true], files by virtual path."""
-    if isinstance(value, str):
-        return value if top else quote(value)
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if value is None:
-        return "none"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(render(item, top=False) for item in value) + "]"
-    if isinstance(value, (FileObject, DirectoryObject, Record)):
-        return value.describe()
-    return f"<{type_name(value)}>"
+def _own_name(value) -> str | None:
+    if isinstance(value, FileObject):
+        return "file"
+    if isinstance(value, DirectoryObject):
+        return "directory"
+    if isinstance(value, Record):
+        return value.kind
+    return None
+
+
+def _own_form(value) -> str | None:
+    return value.describe() if isinstance(value, (FileObject, DirectoryObject, Record)) else None
 
 
 def fail(message: str) -> ScriptFailure:
     return ScriptFailure("RuntimeError", message)
+
+
+# FilesDSL's words for values; files, directories and records render by virtual path.
+VALUES = Vocabulary(null="none", words=TYPE_NAMES, quote=quote, error=fail, own_name=_own_name, own_form=_own_form)
+type_name = VALUES.type_name
+render = VALUES.render
 
 
 def expect(function: str, argument: str, value, *types: type, allow_none: bool = False):

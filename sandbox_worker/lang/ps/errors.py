@@ -10,7 +10,6 @@ PLAN_KEYS = ("action", "args", "done", "confidence", "reason")
 MAX_RETRY_ATTEMPTS = 1000
 MAX_BLOCK_MS = 24 * 3600 * 1000
 STEP_REPORT_EVERY = 1 << 14  # steps between two reports of the counter to the broker
-MAX_RENDER_DEPTH = 50
 MAX_COMPARE_DEPTH = 100
 MAX_RANGE_ITEMS = 1_000_000  # range(...) as an array value (a `for` over range builds none)
 MAX_REPEAT_ITEMS = 10_000_000  # "ab" * n, [x] * n

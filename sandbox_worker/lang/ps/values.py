@@ -3,33 +3,45 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 
+from sandbox_worker.values import Vocabulary
+
 from .classes import PSClass, PSInstance
-from .errors import MAX_COMPARE_DEPTH, MAX_RANGE_ITEMS, MAX_RENDER_DEPTH, MAX_REPEAT_ITEMS, NullOrdering, PSError
+from .errors import MAX_COMPARE_DEPTH, MAX_RANGE_ITEMS, MAX_REPEAT_ITEMS, NullOrdering, PSError
 
 # ---- values --------------------------------------------------------------------------------
 
-def type_name(value) -> str:
-    if value is None:
-        return "null"
+def _own_name(value) -> str | None:
     t = type(value)
-    if t is bool:
-        return "boolean"
-    if t is int or t is float:
-        return "number"
-    if t is str:
-        return "string"
-    if t is list:
-        return "array"
-    if t is dict:
-        return "object"
     if t is PSInstance:
         return f"{value.ps_class.name} instance"
     if t is PSClass:
         return "class"
-    return "function" if callable(value) else "value"
+    return "function" if callable(value) else None
+
+
+def _own_form(value) -> str | None:
+    t = type(value)
+    if t is PSInstance:
+        return f"<{value.ps_class.name}>"
+    if t is PSClass:
+        return f"<class {value.name}>"
+    return "<function>"
+
+
+def _key(key: str) -> str:
+    return key if key.isidentifier() else json.dumps(key, ensure_ascii=False)
+
+
+# PromptScript's words for values (JSON's): strings quoted as JSON, object keys bare when
+# they are names.
+VALUES = Vocabulary(null="null", words={str: "string", bool: "boolean", int: "number", float: "number",
+                                        list: "array", dict: "object"},
+                    quote=lambda text: json.dumps(text, ensure_ascii=False), error=PSError,
+                    own_name=_own_name, own_form=_own_form, key=_key)
+type_name = VALUES.type_name
+render = VALUES.render
 
 
 # Python's type names as PromptScript says them (for errors Python itself raises).
@@ -81,41 +93,6 @@ def python_message(exc: BaseException) -> str:
 def is_number(value) -> bool:
     t = type(value)
     return t is int or t is float
-
-
-def _key(key: str) -> str:
-    return key if key.isidentifier() else json.dumps(key, ensure_ascii=False)
-
-
-def render(value, depth: int = 0, top: bool = True) -> str:
-    """A value as PromptScript writes it (strings bare at the top level, quoted inside)."""
-    t = type(value)
-    if t is str:
-        return value if top else json.dumps(value, ensure_ascii=False)
-    if value is None:
-        return "null"
-    if t is bool:
-        return "true" if value else "false"
-    if t is int:
-        try:
-            return str(value)
-        except ValueError:
-            raise PSError("a number of more than 4300 digits cannot be turned into text") from None
-    if t is float:
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        return repr(value)
-    if depth >= MAX_RENDER_DEPTH:
-        return "..."
-    if t is list:
-        return "[" + ", ".join(render(v, depth + 1, False) for v in value) + "]"
-    if t is dict:
-        return "{" + ", ".join(f"{_key(str(k))}: {render(v, depth + 1, False)}" for k, v in value.items()) + "}"
-    if t is PSInstance:
-        return f"<{value.ps_class.name}>"
-    if t is PSClass:
-        return f"<class {value.name}>"
-    return "<function>"
 
 
 # -- arithmetic: numbers only (booleans are not numbers); + also joins strings and arrays --

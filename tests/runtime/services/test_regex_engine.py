@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from runtime.errors import ScriptError
@@ -145,6 +145,7 @@ def pattern_strategy():
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pattern=pattern_strategy(), text=TEXT, ignore_case=st.booleans())
+@example(pattern=r"(?:(?:\B|[^a]))*", text="11", ignore_case=False)  # RE2 went on after an empty iteration
 def test_generated_patterns_match_as_in_python(pattern, text, ignore_case):
     assert spans(pattern, text, ignore_case) == python_spans(pattern, text, ignore_case)
     # The fallback runs the same translation: it must agree too.
@@ -165,3 +166,14 @@ def test_the_toc_patterns_match_as_python_does(line):
         if python is not None:
             groups = range(python.re.groups + 1)
             assert [ours.group(i) for i in groups] == [python.group(i) for i in groups], (source, line)
+
+
+@pytest.mark.parametrize("source", [r"(?:\B|x)*", r"(?:a?)+", r"(?:^|b){2,3}"])
+def test_a_repeat_that_can_match_empty_goes_to_the_fallback(source):
+    pattern = compile_pattern(source)
+    assert pattern.re2 is None and pattern.reason == "a repeat of something that can match the empty string"
+
+
+def test_repeats_that_cannot_match_empty_stay_on_re2():
+    for source in (r"(?:ab?)*", r"(?:\w+\s)*", r"(?:x?)?", r"a*"):
+        assert compile_pattern(source).re2 is not None, source

@@ -2,8 +2,10 @@
 # stops: limits: recursion too deep
 # os: limits: recursion too deep
 # baseline: -limits => crash
-# printing a list nested 200000 deep (rendered recursively: without the limit the C stack overflows)
+# comparing two lists nested 200000 deep (compared recursively in C: without the limit the C stack overflows)
 xs = []
+ys = []
 for i in inclusive_range(1, 200000):
     xs = [xs]
-print(xs)
+    ys = [ys]
+print(xs == ys)
