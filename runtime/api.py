@@ -22,6 +22,7 @@ from runtime.supervisor import Limits, run_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+ISOLATIONS = ("best", "strict")  # the hardening a run needs: what the machine has, or every layer
 
 
 @dataclass
@@ -52,24 +53,11 @@ class MountSpec:
 
 
 def run_script(
-    source: str,
-    *,
-    root: str | Path | None = None,
-    mounts: list[MountSpec] | tuple = (),
-    lang: str = "fdsl",
-    filename: str = "<script>",
-    timeout: float = 60.0,
-    memory_mb: int = 256,
-    max_output: int = 1_000_000,
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
-    broker_memory_mb: int = DEFAULT_MEMORY_BYTES >> 20,
-    pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20,
-    max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES,
-    on_output=None,
-    isolation: str = "best",
-    sandbox=None,
-    approve=None,
-    options: dict | None = None,
+    source: str, *, root: str | Path | None = None, mounts: list[MountSpec] | tuple = (), lang: str = "fdsl",
+    filename: str = "<script>", timeout: float = 60.0, memory_mb: int = 256, max_output: int = 1_000_000,
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, broker_memory_mb: int = DEFAULT_MEMORY_BYTES >> 20,
+    pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20, max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES,
+    on_output=None, isolation: str = "best", sandbox=None, approve=None, options: dict | None = None,
 ) -> RunResult:
     """Transpile `source` and run it in a fresh jailed worker over the run's sandbox.
 
@@ -87,16 +75,21 @@ def run_script(
     16 MiB) and `broker_memory_mb` the documents it keeps parsed (default 512 MiB); PDFs are
     parsed by a jailed extractor process of `pdf_memory_mb` (default 768 MiB), at most
     `max_pdf_pages` pages each (default 10,000). `options` are the language's own options
-    (PromptScript: runtime.promptscript.session.PSOptions fields).
+    (PromptScript: runtime.promptscript.session.PSOptions fields). A bad argument is a result
+    with exit code 2 and a UsageError naming it, never an exception.
     """
     wall_started = time.monotonic()
+    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
+                    max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
+                    pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
+    try:
+        _check_arguments(lang, isolation, options, limits)
+    except RunSetupError as exc:
+        return _usage(exc, 0.0)
     emitted = _compile(source, filename, lang, wall_started)
     if isinstance(emitted, RunResult):
         return emitted
     transpiled = time.monotonic()
-    limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
-                    max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
-                    pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
     deadline = time.monotonic() + timeout
     try:
         if sandbox is None:
@@ -104,8 +97,7 @@ def run_script(
         handlers = LANGUAGE_RUNS[lang](sandbox, approve=approve, limits=limits, deadline=deadline,
                                        isolation=isolation, options=dict(options or {}))
     except (RunSetupError, SandboxConfigError) as exc:
-        return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
-                         figures={"transpile_s": transpiled - wall_started})
+        return _usage(exc, transpiled - wall_started)
     chunks: list[str] = []
 
     def collect(text: str) -> None:
@@ -124,6 +116,21 @@ def run_script(
         _locate_failure(result, outcome, emitted, source)
     handlers.finish(result)
     return result
+
+
+def _check_arguments(lang, isolation, options, limits: Limits) -> None:
+    if lang not in LANGUAGE_RUNS:
+        raise RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}")
+    if isolation not in ISOLATIONS:
+        raise RunSetupError(f"isolation must be one of {', '.join(map(repr, ISOLATIONS))}, not {isolation!r}")
+    if options is not None and not isinstance(options, dict):
+        raise RunSetupError(f"options must be a dict of the language's options, not {type(options).__name__}")
+    limits.check()
+
+
+def _usage(exc: Exception, transpile_s: float) -> RunResult:
+    return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
+                     figures={"transpile_s": transpile_s})
 
 
 def _figures(outcome, transpile_s: float, wall_started: float) -> dict:

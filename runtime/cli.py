@@ -81,9 +81,15 @@ def build_sandbox(args):
         raise UsageError(f"--root {args.root}: not a directory")
     mounts = [parse_mount(text) for text in args.mount]
     try:
-        return sandbox_from_options(args.root, mounts, args.config, project=getattr(args, "project", None))
+        sandbox = sandbox_from_options(args.root, mounts, args.config, project=getattr(args, "project", None))
     except SandboxConfigError as exc:
         raise UsageError(str(exc)) from None
+    for mount in sandbox.mounts:
+        if os.path.realpath(mount.host) == "/":
+            mode = "read-write" if mount.writable else "read-only"
+            print(f"fdsl: warning: {mount.mount.mount_point} is the machine's own root directory: the script "
+                  f"sees every file this user can read ({mode})", file=sys.stderr)
+    return sandbox
 
 
 def approver(args):
@@ -96,17 +102,22 @@ def approver(args):
 PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--max-time", "max_time"),
                    ("--max-tool-calls", "max_tool_calls"), ("--max-files-changed", "max_files_changed"),
                    ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
-                   ("--allow-command", "allow_command"))
+                   ("--allow-command", "allow_command"), ("--max-file-bytes", "max_file_bytes"))
 # option dest -> the PSOptions field whose default it takes when not given
 PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_tool_calls": "max_tool_calls",
+                     "max_file_bytes": "max_file_bytes",
                      "halt_on_loop": "halt_on_loop", "max_log_bytes": "max_log_bytes", "allow_command": "allow_commands"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL (.fdsl) and PromptScript (.ps) scripts in a jailed worker.")
+    from runtime.cheatsheet import SHEETS
+
+    sheets = "\n".join(SHEETS.values()) + "\nThe full references: fdsl help filesdsl, fdsl help promptscript."
+    parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL (.fdsl) and PromptScript (.ps) scripts in a jailed worker.",
+                                     epilog=sheets, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run a script")
-    run.add_argument("script", help="the script: FilesDSL (.fdsl) or PromptScript (.ps)")
+    run = commands.add_parser("run", help="run a script", epilog=sheets, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("script", help="the script: FilesDSL (.fdsl) or PromptScript (.ps); - reads it from stdin (FilesDSL unless --lang ps)")
     add_sandbox_options(run)
     run.add_argument("--timeout", type=seconds, default=None, metavar="S",
                      help=f"wall-clock limit in seconds (default: {DEFAULT_TIMEOUT_S:g} for .fdsl; for .ps, --max-time "
@@ -146,11 +157,16 @@ def add_promptscript_options(run) -> None:
                     help="stop when the same action with the same args, or the same cycle of up to 4 such actions, runs 3 times in a row")
     ps.add_argument("--max-log-bytes", type=int, default=None, metavar="BYTES",
                     help=f"size limit of the run log; later events are dropped, and it says so (default {default.max_log_bytes})")
+    ps.add_argument("--max-file-bytes", type=int, default=None, metavar="BYTES",
+                    help=f"the largest file the file actions read, write or patch (the base policy's maxFileBytes; "
+                         f"default {default.max_file_bytes}; a write also fits one request of 1 MiB)")
     ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
 
 
 def add_other_commands(commands) -> None:
+    help_ = commands.add_parser("help", help="print a language's full reference")
+    help_.add_argument("topic", choices=("filesdsl", "promptscript"))
     doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
     doctor.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help=argparse.SUPPRESS)
     audit = commands.add_parser("audit", help="run plain Python in the hardened worker (no transpiler) and report what it did")
@@ -167,6 +183,8 @@ def add_other_commands(commands) -> None:
     ls.add_argument("path", nargs="?", default="/", help="virtual directory (default /)")
     ls.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
     ls.add_argument("--recursive", action="store_true", help="list everything under the directory")
+    ls.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N entries (paging a large directory)")
+    ls.add_argument("--limit", type=int, default=0, metavar="N", help="print at most N entries (default 0: all)")
     add_sandbox_options(ls)
     find = commands.add_parser("find", help="find entries under a directory of the sandbox by glob")
     find.add_argument("path", help="virtual directory")
@@ -175,8 +193,20 @@ def add_other_commands(commands) -> None:
     add_sandbox_options(find)
 
 
+STDIN_SCRIPT = "-"  # `fdsl run -`: the script comes from stdin (FilesDSL unless --lang says otherwise)
+MAX_STDIN_SCRIPT_BYTES = 1 << 20  # the transpiler's own limit on a script
+
+
 def read_script(name: str) -> tuple[Path, str]:
     """A script's path and text; an unreadable one is a usage error naming why."""
+    if name == STDIN_SCRIPT:
+        data = sys.stdin.buffer.read(MAX_STDIN_SCRIPT_BYTES + 1)
+        if len(data) > MAX_STDIN_SCRIPT_BYTES:
+            raise UsageError(f"the script on stdin is over {MAX_STDIN_SCRIPT_BYTES} bytes")
+        try:
+            return Path("<stdin>"), data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"the script on stdin is not UTF-8 text (byte {exc.start})") from None
     script = Path(name)
     try:
         return script, script.read_bytes().decode("utf-8")
@@ -190,15 +220,22 @@ def read_script(name: str) -> tuple[Path, str]:
         raise UsageError(f"cannot read {name}: {exc.strerror}") from None
 
 
+# Limits field -> the flag that sets it (for the limits' own range check, runtime/limits.py)
+LIMIT_FLAGS = {"memory_mb": "--memory", "max_output": "--max-output", "max_reply_bytes": "--max-reply-bytes",
+               "broker_memory_mb": "--broker-memory", "pdf_memory_mb": "--pdf-memory", "max_pdf_pages": "--max-pdf-pages"}
+
+
 def check_run_limits(args) -> None:
-    if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
-        raise UsageError("--memory must be positive, --max-output not negative")
-    if not MIN_MAX_REPLY_BYTES <= args.max_reply_bytes <= MAX_REPLY_VALUE_BYTES:
-        raise UsageError(f"--max-reply-bytes must be from {MIN_MAX_REPLY_BYTES} to {MAX_REPLY_VALUE_BYTES}")
-    if args.broker_memory <= 0 or args.pdf_memory < 128:
-        raise UsageError("--broker-memory must be a positive number of MiB, --pdf-memory at least 128")
-    if args.max_pdf_pages <= 0:
-        raise UsageError("--max-pdf-pages must be positive")
+    """The run's limits in their ranges (--timeout is checked by its type, seconds())."""
+    from runtime.errors import RunSetupError
+    from runtime.limits import Limits
+
+    limits = Limits(memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
+                    broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages)
+    try:
+        limits.check(LIMIT_FLAGS)
+    except RunSetupError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def promptscript_options(args) -> tuple[dict, float]:
@@ -213,8 +250,8 @@ def promptscript_options(args) -> tuple[dict, float]:
                          "--project mounts it read-write (the project: writes, RUN_CMD, the run log), --root read-only")
     if args.project is None and args.root is None and not args.mount and args.config is None:
         args.project = "."  # the current directory is the project unless the run's sandbox is given
-    if min(args.max_steps, args.max_time, args.max_tool_calls) < 0:
-        raise UsageError("--max-steps, --max-time and --max-tool-calls cannot be negative")
+    if min(args.max_steps, args.max_time, args.max_tool_calls, args.max_file_bytes) < 0:
+        raise UsageError("--max-steps, --max-time, --max-tool-calls and --max-file-bytes cannot be negative")
     if args.max_files_changed is not None and args.max_files_changed < 0:
         raise UsageError("--max-files-changed cannot be negative")
     timeout = args.timeout
@@ -228,6 +265,7 @@ def promptscript_options(args) -> tuple[dict, float]:
                "max_time_ms": args.max_time, "max_tool_calls": args.max_tool_calls,
                "halt_on_loop": args.halt_on_loop, "verbose": args.verbose,
                "allow_commands": tuple(args.allow_command), "max_files_changed": args.max_files_changed,
+               "max_file_bytes": args.max_file_bytes,
                "max_log_bytes": args.max_log_bytes}
     return options, timeout
 
@@ -245,6 +283,8 @@ def open_run_log(project: Path, max_log_bytes: int):
 def command_run(args) -> int:
     script, source = read_script(args.script)
     lang = args.lang or getattr(language_for(script.name), "name", None)
+    if lang is None and args.script == STDIN_SCRIPT:
+        lang = "fdsl"
     if lang is None:
         raise UsageError(f"cannot tell the language of {args.script}: use a .fdsl or .ps extension or --lang")
     check_run_limits(args)
@@ -359,9 +399,53 @@ def command_audit(args) -> int:
     return result.exit_code
 
 
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, so every `finally` on the way
+    (the supervisor's, RUN_CMD's, the PDF extractor's) ends the processes it started."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, _frame) -> None:
+    raise Stopped(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    import signal
+    import threading
+
+    handled = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    previous = {signum: signal.signal(signum, _stop) for signum in handled}
     try:
+        return run_command(args)
+    except Stopped as exc:
+        name = signal.Signals(exc.signum).name
+        print(f"fdsl: stopped by {name}; the script's worker and every process it started were ended", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def command_help(args) -> int:
+    from runtime.cheatsheet import SHEETS, reference
+
+    text = reference(args.topic)
+    if text is None:  # an installation without the docs: the one-screen sheet, and where the rest is
+        print(SHEETS["fdsl" if args.topic == "filesdsl" else "ps"])
+        print(f"(the full reference, docs/{args.topic}.md, is not installed here; it is in the source tree)")
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
+def run_command(args) -> int:
+    try:
+        if args.command == "help":
+            return command_help(args)
         if args.command == "doctor":
             return command_doctor(args)
         if args.command == "audit":

@@ -33,6 +33,16 @@ class LimitError(ScriptError):
     kind = "LimitError"
 
 
+class UnreadableFile(ScriptError):
+    """One file cannot be read as a document: binary, damaged, over a per-document limit.
+    Reading that file is this error; a search over many files skips it and names it in its
+    `skipped` list instead of failing as a whole."""
+
+
+class DocumentLimit(LimitError, UnreadableFile):
+    """A document over one of the broker's per-document limits (bytes, PDF memory or time)."""
+
+
 class DeadlineExceeded(ScriptError):
     """The run's wall-clock deadline passed while the broker was working for the script."""
 

@@ -1,4 +1,4 @@
-"""`fdsl ls PATH [--json] [--recursive]` and `fdsl find PATH GLOB [--json]`.
+"""`fdsl ls PATH [--json] [--recursive] [--offset N] [--limit N]` and `fdsl find PATH GLOB [--json]`.
 
 Structured listings (runtime/services/listing.py) of the sandbox built from --root/--mount/--config.
 Text output is one entry per line, as FilesDSL prints entries but with absolute virtual
@@ -14,7 +14,7 @@ import sys
 
 from runtime.errors import ScriptError
 from runtime.fs.vfs import VirtualFS
-from runtime.services.files import find_files, list_directory
+from runtime.services.files import find_files, list_directory, page
 from runtime.services.listing import FileSystemEntry, SymbolicLinkEntry
 
 _KINDS = {"FileEntry": "file", "DirectoryEntry": "directory", "SymbolicLinkEntry": "symlink", "OtherEntry": "other"}
@@ -35,9 +35,9 @@ def command_listing(args, sandbox, approve) -> int:
     try:
         if args.command == "ls":
             if args.recursive:
-                entries = find_files(vfs, args.path, True, "**")
+                entries = page(find_files(vfs, args.path, True, "**"), args.offset, args.limit)
             else:
-                entries = list_directory(vfs, args.path)
+                entries = list_directory(vfs, args.path, offset=args.offset, limit=args.limit)
         else:
             entries = find_files(vfs, args.path, True, args.glob)
     except ScriptError as exc:

@@ -21,38 +21,15 @@ from typing import Callable
 import psutil
 
 from runtime.broker import Broker
-from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.jail import jailed_command
-from runtime.services.documents import DEFAULT_MEMORY_BYTES
-from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
+from runtime.limits import Limits  # noqa: F401  (callers import it from here too)
 from wire import protocol
 
 MEMORY_POLL_SECONDS = 0.05
-MAX_CPU_SECONDS = 10 ** 8  # the CPU rlimit of a run without a wall clock
 DIAGNOSTICS_BYTES = 16 * 1024
 MAX_ERROR_CHARS = 8 * 1024  # of an error message the worker reports
 # Replies written but not yet read by the worker: past this, the worker is flooding calls.
 MAX_PENDING_REPLY_BYTES = 2 * protocol.MAX_REPLY_BYTES
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one run (documented defaults; the CLI and the API expose each)."""
-
-    timeout: float = 60.0  # wall clock, seconds (math.inf: none, e.g. a .ps run with --max-time 0)
-    memory_mb: int = 256  # address space of the worker, and its resident size as watched
-    max_output: int = 1_000_000  # bytes of script output
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # one reply of the broker (runtime/budget.py)
-    broker_memory_mb: int = DEFAULT_MEMORY_BYTES >> 20  # parsed documents kept by the broker
-    pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20  # address space of the PDF extractor
-    max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES  # pages of one PDF
-
-    def worker_limits(self) -> dict:
-        return {
-            "memory_bytes": self.memory_mb << 20,
-            # The wall clock is the real limit; CPU time is a backstop if the broker is stalled.
-            "cpu_seconds": max(1, int(min(self.timeout, MAX_CPU_SECONDS)) + 2),
-        }
 
 
 @dataclass

@@ -27,7 +27,12 @@ class BrokerClient:
         return protocol.read_frame(self.read_fd, protocol.MAX_REPLY_BYTES)
 
     def call(self, op: str, **args):
-        protocol.write_frame(self.write_fd, {"t": "call", "op": op, "a": args})
+        frame = protocol.encode({"t": "call", "op": op, "a": args})
+        size = len(frame) - protocol.HEADER.size
+        if size > protocol.MAX_REQUEST_BYTES:  # said to the script, at its line, before the broker sees it
+            raise ScriptFailure("LimitError", f"this call sends {size:,} bytes to the broker, over the limit of "
+                                              f"{protocol.MAX_REQUEST_BYTES:,} bytes for one request; send less at a time")
+        protocol.write_all(self.write_fd, frame)
         reply = self.receive()
         if reply.get("t") == "ok":
             return reply.get("v")

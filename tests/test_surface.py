@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sandbox_worker.lang.fdsl import guards
-from sandbox_worker.lang.fdsl.api import DirectoryObject, FileObject
+from sandbox_worker.lang.fdsl.api import DirectoryObject, FileObject, ResultList
 from transpiler.fdsl import surface
 
 
@@ -15,6 +15,7 @@ def test_attribute_tables_are_equal_per_type():
     assert guards.ALLOWED_ATTRIBUTES[FileObject] == surface.FILE_ATTRS
     assert guards.ALLOWED_ATTRIBUTES[str] == surface.STRING_METHODS
     assert guards.ALLOWED_ATTRIBUTES[list] == surface.LIST_METHODS
+    assert guards.ALLOWED_ATTRIBUTES[ResultList] == surface.RESULT_ATTRS
     assert guards.RECORD_FIELDS == surface.RECORD_ATTRS
 
 

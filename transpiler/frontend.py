@@ -197,12 +197,13 @@ def check_depth(tree: Tree, expr_rules: frozenset[str], limit: int) -> None:
 class Frontend:
     """One language's parser: its lexicon, grammar, expression rules and transformer.
 
-    ``unexpected`` may turn a lark error into a better, language-specific ``DSLError``.
+    ``unexpected(error, text)`` may turn a lark error into a better, language-specific
+    ``DSLError`` (``text`` is the normalised source, for what came before the token).
     The transformer gets the normalised text as ``.text`` before it runs."""
 
     def __init__(self, *, lexicon: Lexicon, grammar: Grammar, expr_rules: frozenset[str],
                  transformer: Transformer,
-                 unexpected: Callable[[UnexpectedInput], DSLError | None] | None = None) -> None:
+                 unexpected: Callable[[UnexpectedInput, str], DSLError | None] | None = None) -> None:
         self.lexicon = lexicon
         self.grammar = grammar
         self.expr_rules = expr_rules
@@ -231,7 +232,7 @@ class Frontend:
         except DedentError:  # the pre-scan should have caught it
             raise DSLError("unindent does not match any outer indentation level", 1, 1) from None
         except UnexpectedInput as e:
-            better = self.unexpected(e) if self.unexpected else None
+            better = self.unexpected(e, text) if self.unexpected else None
             raise (better or lark_error(e, text)) from None
         except RecursionError:
             raise DSLError("expression too deep", 1, 1) from None

@@ -60,11 +60,11 @@ OBJECTS = "objects"  # a list of JSON objects: parallel() items, each {action, a
 OPS: dict[str, dict[str, str]] = {
     "ping": {},  # liveness, and the round-trip benchmark
     "dir.open": {"path": STR},
-    "dir.files": {"path": STR, "recursive": BOOL},
+    "dir.files": {"path": STR, "recursive": BOOL, "offset": INT, "limit": INT},
     "dir.search": {"path": STR, "pattern": STR, "scope": STR, "recursive": BOOL, "ignore_case": BOOL},
-    "dir.list": {"path": STR},
+    "dir.list": {"path": STR, "offset": INT, "limit": INT},
     "dir.find": {"path": STR, "glob": STR},
-    "dir.grep": {"path": STR, "pattern": STR, "glob": OPT_STR, "ignore_case": BOOL},
+    "dir.grep": {"path": STR, "pattern": STR, "glob": OPT_STR, "ignore_case": BOOL, "max_results": INT},
     "file.open": {"path": STR},
     "file.page_count": {"path": STR},
     "file.read": {"path": STR, "pages": PAGES},
@@ -246,7 +246,11 @@ def decode(payload: bytes) -> dict:
 
 
 def write_frame(fd: int, message: dict) -> None:
-    data = memoryview(encode(message))
+    write_all(fd, encode(message))
+
+
+def write_all(fd: int, frame: bytes) -> None:
+    data = memoryview(frame)
     while data:
         written = os.write(fd, data)
         data = data[written:]

@@ -118,7 +118,8 @@ class VirtualFS(Listings):
                 loc = self.sandbox.locate(absolute(res.parts), op="read")
                 continue
             except (FileNotFoundError, NotADirectoryError):
-                raise ScriptError(f"{missing}: {res.vpath}") from None
+                hint = self.root_hint(res.parts) if len(res.parts) > 1 or missing == "no such directory" else ""
+                raise ScriptError(f"{missing}: {res.vpath}{hint}") from None
             except OSError as exc:
                 raise ScriptError(f"cannot access {res.vpath}: {exc.strerror or 'error'}") from None
             try:
@@ -126,6 +127,23 @@ class VirtualFS(Listings):
             finally:
                 os.close(fd)
         raise ScriptError(f"{res.vpath} changed while it was being opened; try again")
+
+    def root_hint(self, parts: tuple[str, ...], shown: int = 8) -> str:
+        """For a path under a directory that is not in the sandbox's root ("/etc/passwd" written
+        for the machine's own file): that paths are inside the sandbox, and what its root holds."""
+        if not parts:
+            return ""
+        try:
+            top, _ = self.resolve_dir("/")
+            if self.listing_needs_approval(top, recursive=False):
+                return ""
+            names = sorted(e.name for e in self.list_dir(top))
+        except ScriptError:
+            return ""
+        if parts[0] in names:
+            return ""
+        listed = ", ".join(names[:shown]) + (", ..." if len(names) > shown else "") if names else "nothing"
+        return f' (paths are inside the sandbox: "/" is its root, not the machine\'s; the root holds: {listed})'
 
     def stat(self, res: Resolved) -> os.stat_result:
         """stat of a resolved path; ScriptError 'no such file' if missing (or dangling)."""

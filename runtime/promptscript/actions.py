@@ -58,7 +58,6 @@ from runtime.promptscript.search import search
 from runtime.services.toolset import FileSystemToolset
 from wire import protocol
 
-DEFAULT_READ_BYTES = 500_000
 DEFAULT_CMD_TIMEOUT_MS = 60_000
 MAX_CMD_TIMEOUT_MS = protocol.PS_MAX_CMD_TIMEOUT_MS
 
@@ -188,14 +187,16 @@ class ProjectActions:
 
     def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, str]:
         """(bytes read, the path as shown) through the one reader (the mount's suffixes, size
-        limit and read approval); a file over maxFileBytes is refused, `limit` reads its start."""
+        limit and read approval); `limit` (at most maxFileBytes) reads the start of a file of
+        any size, else a file over maxFileBytes is refused."""
         vfs = self._vfs(sb)
         cap = policy["maxFileBytes"]
+        start_only = limit is not None and limit <= cap  # READ_FILE's maxBytes: the start of any file
         try:
             res, st = vfs.resolve_file(rooted(path))
-            if st.st_size > cap:
+            if st.st_size > cap and not start_only:
                 raise self._over_cap(action, res.vpath, st.st_size, cap)
-            data, _st = vfs.read_bytes(res, cap, upto=limit)
+            data, _st = vfs.read_bytes(res, None if start_only else cap, upto=limit)
             return data, res.vpath
         except OverflowError as exc:  # grew past the cap while it was read
             raise self._over_cap(action, res.vpath, exc.args[0], cap) from None
@@ -242,8 +243,8 @@ class ProjectActions:
 
     def read_file(self, args: dict, policy: dict):
         a = args  # checked by runtime/promptscript/arguments.py
-        limit = a.get("maxBytes", DEFAULT_READ_BYTES)
-        if limit < 0:
+        limit = a.get("maxBytes")  # None: the whole file (a file over maxFileBytes is refused, not cut)
+        if limit is not None and limit < 0:
             raise ActionArgError("READ_FILE: maxBytes must be a non-negative integer")
         self._no_trailing_slash("READ_FILE", a["path"])
         data, _shown = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)

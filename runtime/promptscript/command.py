@@ -149,6 +149,9 @@ def _collect(proc, status_r: int, deadline: float, output_cap: int):
             _killpg(proc.pid)
             proc.wait()
         _killpg(proc.pid)
+    except BaseException:  # the broker itself is being stopped (SIGTERM, Ctrl-C): the command ends too
+        _killpg(proc.pid)
+        raise
     finally:
         sel.close()
         proc.stdout.close()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from runtime.promptscript.policy import DEFAULT_MAX_FILE_BYTES
 from runtime.promptscript.runlog import DEFAULT_MAX_LOG_BYTES
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ class PSOptions:
     verbose: bool = False  # --verbose: trace each action on stderr
     allow_commands: tuple = ()  # the base scope's command allowlist (RUN_CMD)
     max_files_changed: int | None = None  # --max-files-changed: distinct files written/patched (None: no limit)
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES  # --max-file-bytes: the base policy's maxFileBytes
     write_approval: bool = True  # writes to the project mount ask `approve` (the CLI: terminal or --yes)
     approve: Callable | None = None  # approve(description) -> bool; None: writes needing approval are refused
     output_cap: int = 64 * 1024  # RUN_CMD: bytes kept of stdout and of stderr

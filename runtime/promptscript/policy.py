@@ -69,11 +69,12 @@ class PolicyStack:
     around it and, in a run with a project, the Sandbox derived for it (``attach``), so the
     policy in force and the files it may touch are never two stacks to keep in step."""
 
-    def __init__(self, allow_commands=(), max_files_changed: int | None = None) -> None:
+    def __init__(self, allow_commands=(), max_files_changed: int | None = None,
+                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> None:
         base = {
             "allowActions": list(ACTIONS),
             "allowCommands": list(allow_commands),
-            "maxFileBytes": DEFAULT_MAX_FILE_BYTES,
+            "maxFileBytes": max_file_bytes,
             "maxFilesChanged": max_files_changed,
             "allowRead": ["."],
             "allowWrite": ["."],

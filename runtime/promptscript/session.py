@@ -70,7 +70,7 @@ class PSSession:
         self.stderr = stderr if stderr is not None else sys.stderr
         self.started = time.monotonic()  # restarted by ps.start: --max-time counts the script only
         self.script_started = False
-        self.policies = PolicyStack(options.allow_commands, options.max_files_changed)
+        self.policies = PolicyStack(options.allow_commands, options.max_files_changed, options.max_file_bytes)
         self.tool_calls = 0
         self.steps = 0
         self.history: list[str] = []

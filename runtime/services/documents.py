@@ -4,7 +4,9 @@
   with errors="replace" (undecodable bytes become U+FFFD, never an error); a UTF-8 BOM is
   stripped; a UTF-16 BOM (FF FE / FE FF) decodes the file as UTF-16. `lines` is
   `text.splitlines()`; page N is lines 80*(N-1)+1 .. 80*N joined with "\\n". An empty file has
-  one empty page. `text` is the exact decoded text.
+  one empty page. `text` is the exact decoded text. A file with a NUL byte in its first
+  8 KiB and no UTF-16 BOM is binary (an executable, an image, an archive): it is not
+  decoded; reading it is an UnreadableFile error and searches skip it, saying so.
 - PDF (via pymupdf, opened from the bytes we read, never by path): one page per PDF page
   (`page.get_text()`); `text` is the pages joined by "\\n\\n"; `lines` is `text.splitlines()`.
 - Tables of contents (`Document.toc`, computed lazily): the PDF outline when there is one,
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from runtime.budget import mib
-from runtime.errors import LimitError
+from runtime.errors import DocumentLimit, LimitError, UnreadableFile
 from runtime.fs.entries import Resolved, WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.services.pdf import PdfExtractor
@@ -37,6 +39,21 @@ TocEntry = tuple[int, str, int]  # (level >= 1, title, page; page < 1 when unkno
 
 def is_pdf_name(name: str) -> bool:
     return name.lower().endswith(".pdf")
+
+
+BINARY_SNIFF_BYTES = 8192
+
+
+def is_binary(data: bytes) -> bool:
+    """A NUL byte in the first 8 KiB, as grep and git decide; UTF-16 text (with its BOM) is not."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def binary_file(vpath: str) -> UnreadableFile:
+    return UnreadableFile(f"{vpath} is a binary file (it holds NUL bytes): only text, markdown and PDF "
+                          "files can be read")
 
 
 def decode_text(data: bytes) -> str:
@@ -90,6 +107,8 @@ class Document:
 # ------------------------------------------------------------------------- parsing
 
 def parse_text(vpath: str, data: bytes) -> Document:
+    if is_binary(data):
+        raise binary_file(vpath)
     text = decode_text(data)
     doc = Document(vpath, "text", [], text)
     doc.pages = paginate(doc.lines)
@@ -231,8 +250,8 @@ class DocumentStore:
         """End the PDF extractor (if one was started)."""
         self.extractor.close()
 
-    def too_big(self, vpath: str, size: int) -> LimitError:
-        return LimitError(f"{vpath} is {size} bytes, over the limit of {self.max_bytes} bytes per document")
+    def too_big(self, vpath: str, size: int) -> DocumentLimit:
+        return DocumentLimit(f"{vpath} is {size} bytes, over the limit of {self.max_bytes} bytes per document")
 
     def cached(self, real: str, vpath: str, st: os.stat_result) -> Document | None:
         hit = self._cache.get(real)

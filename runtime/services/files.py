@@ -9,9 +9,15 @@ Decisions (beyond docs/DESIGN.md §3):
 - FileInfo = {"path", "name", "suffix", "size", "modified"}; `modified` is UTC ISO-8601 to the
   second ("2026-11-22T14:09:35Z"). Listing results are sorted by path (find, files, search)
   or by name (list).
-- A listing or search returning more than `max_entries` (default 10,000) items is a LimitError
-  telling how to narrow it; `dir_grep` returns at most `max_grep_results` (default 100, as in
-  memexfs) matches — the first ones in (path, line) order — and stops there silently.
+- A listing or search walking more than `max_entries` (default 200,000) items is a LimitError
+  telling how to narrow it; what one reply returns is bounded by the reply budget (16 MiB),
+  whose error says how to page: `dir_files` and `dir_list` take `offset`/`limit`. `dir_grep` returns at most `max_results` matches (default 100, as
+  in memexfs; at most 10,000), the first ones in (path, line) order, and says whether it cut
+  them: `{"hits", "total", "truncated"}`, `total` counting every matching line.
+- Searches over many files (`dir_search` with content, `dir_grep`) skip a file they cannot read
+  as a document (binary, a damaged PDF, over a size limit: UnreadableFile, FileTooLargeError)
+  and say so: `"skipped"` holds the first 10 `{path, reason}`, `"skipped_count"` all of them.
+  Reading that file directly raises the error.
 - Globs (`dir_find`, `dir_grep`) match the path relative to the searched directory, with
   "/" separators: `*` and `?` never cross "/", `**` spans directories ("**/" also matches
   no directory), `[...]` is a character class (`[!...]` negated). "*.txt" therefore matches
@@ -33,7 +39,6 @@ Decisions (beyond docs/DESIGN.md §3):
 
 from __future__ import annotations
 
-import bisect
 import re
 import time
 from datetime import datetime, timezone
@@ -44,18 +49,26 @@ from runtime.errors import LimitError, ScriptError
 from runtime.fs import paths
 from runtime.fs.entries import Resolved, WalkEntry
 from runtime.fs.vfs import VirtualFS
-from runtime.services.documents import Document, DocumentStore, decode_text, format_toc, is_pdf_name
+from runtime.services.documents import (
+    Document,
+    DocumentStore,
+    binary_file,
+    decode_text,
+    format_toc,
+    is_binary,
+    is_pdf_name,
+)
 from runtime.services.globs import compile_glob
+from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, Skipped, matching_lines
 from runtime.services.textsearch import Pattern, Searcher, compile_pattern
 
 if TYPE_CHECKING:
     from runtime.services.listing import FileSystemEntry
 
 SCOPES = ("name", "content", "both")
+MAX_ENTRIES = 200_000  # entries one listing or search walks; what a reply returns is bounded by its budget
 MAX_PAGES_PER_READ = 10_000
 
-# Line breaks exactly as str.splitlines() sees them.
-_LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _NEWLINES = re.compile(r"\r\n|\n|\r")
 
 
@@ -73,8 +86,7 @@ class FilesService:
         store: DocumentStore | None = None,
         deadline: float | None = None,
         *,
-        max_entries: int = 10_000,
-        max_grep_results: int = 100,
+        max_entries: int = MAX_ENTRIES,
         max_pages_per_read: int = MAX_PAGES_PER_READ,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
@@ -84,7 +96,6 @@ class FilesService:
         self.store = store if store is not None else DocumentStore(deadline=deadline)
         self.deadline = deadline  # a time.monotonic() value, or None
         self.max_entries = max_entries
-        self.max_grep_results = max_grep_results
         self.max_pages_per_read = max_pages_per_read
 
     # ------------------------------------------------------------------ plumbing
@@ -184,6 +195,8 @@ class FilesService:
         if is_pdf_name(e.name):
             return searcher.text_matches(pattern, self.store.get_entry(self.vfs, e).text)
         data = self.store.read_entry(self.vfs, e)
+        if is_binary(data):
+            raise binary_file(e.vpath)
         if pattern.literal is not None:
             verdict = pattern.bytes_verdict(data)
             if verdict is not None:
@@ -196,79 +209,81 @@ class FilesService:
         res, _ = self.vfs.resolve_dir(path)
         return res.vpath
 
-    def dir_files(self, path: str, recursive: bool) -> list[dict]:
+    def dir_files(self, path: str, recursive: bool, offset: int = 0, limit: int = 0) -> list[dict]:
+        """The files, sorted by path; `offset`/`limit` (0: all) pick one page of them."""
         res, _ = self.vfs.resolve_dir(path)
-        out = []
-        budget = self.budget(f"files() of {res.vpath}")
+        found = []
         for e, st in self.regular_files(res, recursive):
-            out.append(budget.charge(self._file_info(e.vpath, e.name, st)))
-            if len(out) > self.max_entries:
+            found.append((e.vpath, e.name, st))
+            if len(found) > self.max_entries:
                 raise self._too_many("files()", res.vpath)
-        out.sort(key=lambda f: f["path"])
-        return out
+        found.sort(key=lambda f: f[0])
+        budget = self.budget(f"files() of {res.vpath}, {len(found):,} files: files(offset=, limit=) pages them")
+        return [budget.charge(self._file_info(*f)) for f in page(found, offset, limit)]
 
-    def dir_search(self, path: str, pattern: str, scope: str, recursive: bool, ignore_case: bool) -> list[dict]:
+    def dir_search(self, path: str, pattern: str, scope: str, recursive: bool, ignore_case: bool) -> dict:
         if scope not in SCOPES:
             raise ScriptError(f"invalid scope {scope!r}: expected one of 'name', 'content', 'both'")
         pat = compile_pattern(pattern, ignore_case)
         res, _ = self.vfs.resolve_dir(path)
         searcher = self.searcher
         out = []
+        skipped = Skipped()
         budget = self.budget(f"search() in {res.vpath}")
         for e, st in self.regular_files(res, recursive):
             hit = False
             if scope in ("name", "both"):
                 hit = searcher.search(pat, e.name) is not None or searcher.search(pat, e.rel) is not None
             if not hit and scope in ("content", "both"):
-                hit = self._content_matches(pat, e, searcher)
+                try:
+                    hit = self._content_matches(pat, e, searcher)
+                except SKIPPABLE as exc:
+                    skipped.add(e.vpath, exc)
             if hit:
                 out.append(budget.charge(self._file_info(e.vpath, e.name, st)))
                 if len(out) > self.max_entries:
                     raise self._too_many("search()", res.vpath)
         out.sort(key=lambda f: f["path"])
-        return out
+        return {"files": out, **skipped.reply()}
 
-    def dir_list(self, path: str) -> list[dict]:
+    def dir_list(self, path: str, offset: int = 0, limit: int = 0) -> list[dict]:
+        """The directory's entries, sorted by name; `offset`/`limit` (0: all) pick one page."""
         res, entries = self.list_entries(path)
-        budget = self.budget(f"list() of {res.vpath}")
-        return [budget.charge(self._entry(e)) for e in entries]
+        budget = self.budget(f"list() of {res.vpath}, {len(entries):,} entries: list(offset=, limit=) pages them")
+        return [budget.charge(self._entry(e)) for e in page(entries, offset, limit)]
 
     def dir_find(self, path: str, glob: str) -> list[dict]:
         budget = self.budget(f"find({glob!r})")
         return [budget.charge(self._entry(e)) for e in self.find_entries(path, glob)]
 
-    def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool) -> list[dict]:
+    def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool,
+                 max_results: int = DEFAULT_GREP_RESULTS) -> dict:
+        if not 1 <= max_results <= MAX_GREP_RESULTS:
+            raise ScriptError(f"grep(): max_results must be from 1 to {MAX_GREP_RESULTS}, not {max_results}")
         pat = compile_pattern(pattern, ignore_case)
         rx = compile_glob(glob) if glob is not None else None
         res, _ = self.vfs.resolve_dir(path)
         files = [(e, st) for e, st in self.regular_files(res, True) if rx is None or rx.match(e.rel)]
         files.sort(key=lambda f: f[0].vpath)
         searcher = self.searcher
-        out: list[dict] = []
+        hits: list[dict] = []
+        total = 0
+        skipped = Skipped()
         budget = self.budget(f"grep in {res.vpath}")
-        for e, st in files:
+        for e, _st in files:
             self.check_deadline("searching the files")
-            if not self._content_matches(pat, e, searcher):
+            try:
+                if not self._content_matches(pat, e, searcher):
+                    continue
+                doc = self.store.get_entry(self.vfs, e)
+            except SKIPPABLE as exc:
+                skipped.add(e.vpath, exc)
                 continue
-            doc = self.store.get_entry(self.vfs, e)
-            text = doc.text
-            starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-            lines = doc.lines
-            pos = 0
-            while pos <= len(text):
-                m = searcher.search(pat, text, pos)
-                if m is None:
-                    break
-                idx = bisect.bisect_right(starts, m.start()) - 1
-                if idx >= len(lines):  # a match at the very end, after the last line break
-                    break
-                out.append(budget.charge({"path": e.vpath, "line": idx + 1, "content": lines[idx]}))
-                if len(out) >= self.max_grep_results:
-                    return out
-                if idx + 1 >= len(starts):
-                    break
-                pos = starts[idx + 1]
-        return out
+            for idx in matching_lines(pat, doc, searcher):
+                total += 1  # past the cap, matches are counted, not kept
+                if len(hits) < max_results:
+                    hits.append(budget.charge({"path": e.vpath, "line": idx + 1, "content": doc.lines[idx]}))
+        return {"hits": hits, "total": total, "truncated": total > len(hits), **skipped.reply()}
 
     # ------------------------------------------------------------------ file.*
 
@@ -368,15 +383,23 @@ class FilesService:
         )
 
 
-def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = 10_000) -> list[FileSystemEntry]:
-    """Entries of one directory, sorted by name."""
+def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = MAX_ENTRIES, offset: int = 0,
+                   limit: int = 0) -> list[FileSystemEntry]:
+    """Entries of one directory, sorted by name (`offset`/`limit`: one page of them)."""
     from runtime.services.listing import entry_of
 
-    return [entry_of(e) for e in FilesService(vfs, max_entries=max_entries).list_entries(path)[1]]
+    return [entry_of(e) for e in page(FilesService(vfs, max_entries=max_entries).list_entries(path)[1], offset, limit)]
+
+
+def page(items: list, offset: int, limit: int) -> list:
+    """items[offset:offset + limit] (limit 0: to the end); negative values are refused."""
+    if offset < 0 or limit < 0:
+        raise ScriptError(f"offset and limit must be 0 or more, not {offset} and {limit}")
+    return items[offset: offset + limit] if limit else items[offset:]
 
 
 def find_files(vfs: VirtualFS, path: str, recursive: bool = True, glob: str = "**/*", *,
-               max_entries: int = 10_000) -> list[FileSystemEntry]:
+               max_entries: int = MAX_ENTRIES) -> list[FileSystemEntry]:
     """Entries under `path` whose relative path matches `glob`, sorted by path."""
     from runtime.services.listing import entry_of
 

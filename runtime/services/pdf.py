@@ -22,7 +22,7 @@ import time
 import weakref
 
 from runtime.budget import mib
-from runtime.errors import DeadlineExceeded, LimitError, SandboxError, ScriptError
+from runtime.errors import DeadlineExceeded, DocumentLimit, SandboxError, ScriptError, UnreadableFile
 from wire import protocol
 
 DEFAULT_PDF_MEMORY_BYTES = 768 << 20  # the extractor's address space (Python and MuPDF take ~90 MiB)
@@ -147,7 +147,7 @@ class PdfExtractor:
         if reply.get("t") == "ok":
             return reply["pages"] or [""], [tuple(entry) for entry in reply["outline"]], bool(reply.get("repaired"))
         message = f"cannot read PDF {vpath}: {str(reply.get('msg', 'unknown error'))[:500]}"
-        raise LimitError(message) if reply.get("limit") else ScriptError(message)
+        raise DocumentLimit(message) if reply.get("limit") else UnreadableFile(message)
 
     def _death(self, vpath: str, proc: subprocess.Popen) -> ScriptError:
         try:
@@ -157,8 +157,8 @@ class PdfExtractor:
             status = proc.returncode
         self._kill(proc)
         if status == -signal.SIGXCPU:
-            return LimitError(f"cannot read PDF {vpath}: the PDF extractor ran out of CPU time (--timeout)")
+            return DocumentLimit(f"cannot read PDF {vpath}: the PDF extractor ran out of CPU time (--timeout)")
         if status == -signal.SIGKILL or status == -signal.SIGSEGV or status == -signal.SIGABRT:
-            return LimitError(f"cannot read PDF {vpath}: the PDF extractor was stopped (it needs more than "
+            return DocumentLimit(f"cannot read PDF {vpath}: the PDF extractor was stopped (it needs more than "
                               f"{mib(self.memory_bytes)} of memory (--pdf-memory), or the file is damaged)")
-        return ScriptError(f"cannot read PDF {vpath}: the PDF extractor stopped (status {status})")
+        return UnreadableFile(f"cannot read PDF {vpath}: the PDF extractor stopped (status {status})")

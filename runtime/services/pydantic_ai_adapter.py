@@ -26,10 +26,11 @@ from runtime.services.toolset import FileSystemToolset as _CoreToolset
 
 
 def seed_tools(fs: _CoreToolset) -> list[Callable]:
-    """The seed's seven tools over a core toolset, as plain functions PydanticAI can describe,
-    in the seed's order."""
-    tools = {func.__name__: func for func in _reading_tools(fs) + _writing_tools(fs)}
-    return [tools[name] for name in TOOLS]
+    """The seed's tools over a core toolset, as plain functions PydanticAI can describe, in the
+    seed's order: only those the sandbox can serve (no write tools where nothing is writable)."""
+    writing = _writing_tools(fs) if fs.sandbox.writable_roots else []
+    tools = {func.__name__: func for func in _reading_tools(fs) + writing}
+    return [tools[name] for name in TOOLS if name in tools]
 
 
 def _reading_tools(fs: _CoreToolset) -> list[Callable]:
@@ -137,6 +138,10 @@ class PydanticAIFileSystemToolset(FunctionToolset[Any]):
     @property
     def sandbox(self) -> Sandbox:
         return self._fs.sandbox
+
+    def close(self) -> None:
+        """End the PDF extractor the read tool started, if any."""
+        self._fs.close()
 
     # ------------------------------------------------------------ approval protocol (seed)
 

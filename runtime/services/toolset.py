@@ -21,7 +21,9 @@ zero-width and other invisible ones) are shown escaped ("\u202e").
 
 Decisions: move and copy refuse an existing destination (delete it first, or write);
 delete and move act on files and symlinks, not directories; a move across filesystems copies
-then deletes a regular file; decoding is UTF-8 (invalid bytes replaced on read, refused on edit).
+then deletes a regular file; decoding is UTF-8 (invalid bytes replaced on read, refused on edit);
+read gives a PDF's text (its pages joined by a blank line, as FilesDSL reads it; `close()` ends
+the extractor) and refuses a binary file, as FilesDSL does.
 
 The broker serves the toolset as the ops fs.read, fs.write, fs.edit, fs.delete, fs.move,
 fs.copy, fs.list_files, fs.list_directory and fs.find_files (`toolset_handlers(toolset)`);
@@ -51,6 +53,8 @@ from runtime.fs.mounts import Location
 from runtime.fs.paths import absolute
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
+from runtime.services.documents import binary_file, decode_text, is_binary, is_pdf_name, parse_pdf
+from runtime.services.pdf import PdfExtractor
 
 
 class ReadResult(BaseModel):
@@ -96,6 +100,7 @@ class FileSystemToolset:
         self.approvals = approvals if approvals is not None else Approvals(approve)
         # Listings walk through a VirtualFS; the toolset has already asked (_gate) by then.
         self._vfs = VirtualFS(sandbox, approve=lambda description: True)
+        self._extractor: PdfExtractor | None = None  # PDFs' text, on the first PDF read
 
     @property
     def approve(self) -> Callable[[str], bool] | None:
@@ -203,11 +208,28 @@ class FileSystemToolset:
         if max_chars < 0 or offset < 0:
             raise ScriptError("max_chars and offset must be 0 or more")
         self._gate("read_file", {"path": path})
-        data, _ = self.files.read_bytes(path)
-        text = data.decode("utf-8", errors="replace")
+        data, loc = self.files.read_bytes(path)
+        text = self._text(absolute(loc.requested), data)
         chunk = text[offset: offset + max_chars]
         return ReadResult(content=chunk, truncated=offset + len(chunk) < len(text), total_chars=len(text),
                           offset=offset, chars_read=len(chunk))
+
+    def _text(self, shown: str, data: bytes) -> str:
+        """A file's text as FilesDSL reads it: a PDF's pages (extracted by the jailed
+        extractor, started on the first PDF), a text file decoded; a binary file is refused."""
+        if is_pdf_name(shown):
+            if self._extractor is None:
+                self._extractor = PdfExtractor()
+            return parse_pdf(shown, data, self._extractor).text
+        if is_binary(data):
+            raise binary_file(shown)
+        return decode_text(data)
+
+    def close(self) -> None:
+        """End the PDF extractor, if a PDF was read."""
+        if self._extractor is not None:
+            self._extractor.close()
+            self._extractor = None
 
     def write(self, path: str, content: str) -> str:
         """Write a text file; parent directories are created. A symlink there is replaced."""

@@ -182,3 +182,57 @@ def test_fdslc_emit_and_check():
     assert emitted.returncode == 0
     assert "# L2: docs = Directory(\"/\")" in emitted.stdout
     assert fdslc("examples/tour.fdsl", "--check").returncode == 0
+
+
+def test_a_script_on_stdin_runs_and_an_absolute_host_path_is_explained(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "-", "--root", str(tmp_path)], cwd=REPO,
+                          input='print(File("notes.txt").read())\nprint(File("/etc/passwd").read())\n',
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == "hello\n\n"  # the file ends with a newline; print adds one
+    assert proc.stderr.startswith('RuntimeError: no such file: etc/passwd (paths are inside the sandbox: "/" is its '
+                                  "root, not the machine's; the root holds: notes.txt)\n  at line 2"), proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "-", "--lang", "ps", "--root", str(tmp_path)],
+                          cwd=REPO, input='log("from stdin")\n', capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "[ps] from stdin\n", proc.stderr
+
+
+def test_mounting_the_machines_root_is_warned_about():
+    proc = fdsl("run", "examples/tour.fdsl", "--root", "/", "--timeout", "20")
+    assert ("fdsl: warning: / is the machine's own root directory: the script sees every file this user can read "
+            "(read-only)") in proc.stderr
+
+
+@pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])
+def test_sigint_and_sigterm_end_the_worker_with_one_line(tmp_path, signum, code):
+    """Ctrl-C (SIGINT) and SIGTERM: one line on stderr, exit 128 + the signal, and not one
+    process of the run left (the worker ran at 100% CPU as init's child before)."""
+    import psutil
+
+    path = script(tmp_path, "x = 0\nfor j in [1:1000000]:\n    for i in [1:1000000]:\n        x = x + i\n")
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "run", str(path), "--root", str(tmp_path),
+                             "--timeout", "60"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 20
+    while not parent.children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the worker is running the loop
+    started = parent.children(recursive=True)
+    assert started
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == code, err
+    name = "SIGINT" if signum == 2 else "SIGTERM"
+    assert err == f"fdsl: stopped by {name}; the script's worker and every process it started were ended\n"
+    gone, alive = psutil.wait_procs(started, timeout=5)
+    assert not alive, alive
+
+
+def test_help_shows_each_language_on_one_screen_and_the_full_reference_on_demand():
+    proc = fdsl("--help")
+    assert proc.returncode == 0 and "FilesDSL (.fdsl):" in proc.stdout and "PromptScript (.ps):" in proc.stdout
+    assert proc.stdout.count("example:") == 2
+    proc = fdsl("help", "promptscript")
+    assert proc.returncode == 0 and proc.stdout == (REPO / "docs" / "promptscript.md").read_text(encoding="utf-8")
+    proc = fdsl("help", "python")
+    assert proc.returncode == 2 and "invalid choice: 'python'" in proc.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runtime.api import EXIT_USAGE, MountSpec, run_script
 from runtime.fs.config import Mount, SandboxConfig
 from runtime.fs.sandbox import Sandbox
@@ -62,3 +64,20 @@ def test_unknown_or_misplaced_language_options_are_usage_errors(tmp_path):
     assert r.exit_code == EXIT_USAGE and "unknown PromptScript option(s) max_step (known: " in r.error
     r = run_script("print(1)\n", root=str(tmp_path), options={"max_steps": 5})
     assert r.exit_code == EXIT_USAGE and r.error == "UsageError: option(s) max_steps: FilesDSL has no language options"
+
+
+@pytest.mark.parametrize("arguments,message", [
+    ({"lang": "python"}, "lang must be one of 'fdsl', 'ps', not 'python'"),
+    ({"isolation": "max"}, "isolation must be one of 'best', 'strict', not 'max'"),
+    ({"options": ["project"]}, "options must be a dict of the language's options, not list"),
+    ({"timeout": 0}, "timeout must be a number of seconds from 0.001, not 0"),
+    ({"timeout": "60"}, "timeout must be a number of seconds from 0.001, not '60'"),
+    ({"memory_mb": 2.5}, "memory_mb must be a number of MiB from 16 to 1048576, not 2.5"),
+    ({"max_output": -1}, "max_output must be a number of bytes from 0 to 1099511627776, not -1"),
+    ({"pdf_memory_mb": 64}, "pdf_memory_mb must be a number of MiB from 128 to 1048576, not 64"),
+    ({"max_pdf_pages": True}, "max_pdf_pages must be a number of pages from 1 to 10000000, not True"),
+])
+def test_every_bad_argument_is_a_usage_error_naming_it(tmp_path, arguments, message):
+    r = run_script("print(1)\n", root=str(tmp_path), **arguments)
+    assert (r.exit_code, r.error_kind, r.output) == (EXIT_USAGE, "UsageError", "")
+    assert r.error == f"UsageError: {message}"

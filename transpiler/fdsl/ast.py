@@ -24,7 +24,7 @@ from ..tree import dump as _dump
 __all__ = [
     "Node", "Expr", "Stmt", "Module",
     "Name", "Int", "Bool", "Str", "ListExpr", "Range", "BinOp", "UnaryOp", "BoolOp",
-    "Compare", "Call", "Keyword", "Attr", "Index",
+    "Compare", "Call", "Keyword", "Attr", "Index", "Slice",
     "Assign", "AugAssign", "ExprStmt", "For", "If", "Elif", "Break", "Continue",
     "dump", "walk",
 ]
@@ -122,7 +122,14 @@ class Index(Node):
     index: "Expr"
 
 
-Expr = Union[Name, Int, Bool, Str, ListExpr, BinOp, UnaryOp, BoolOp, Compare, Call, Attr, Index]
+@dataclass(frozen=True)
+class Slice(Node):
+    obj: "Expr"
+    lower: "Expr | None"  # None: from the start
+    upper: "Expr | None"  # None: to the end
+
+
+Expr = Union[Name, Int, Bool, Str, ListExpr, BinOp, UnaryOp, BoolOp, Compare, Call, Attr, Index, Slice]
 
 # ---- statements ------------------------------------------------------------------------------
 

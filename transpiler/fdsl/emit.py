@@ -108,6 +108,12 @@ class _Emitter(EmitterBase):
                 value=self.expr(node.obj, ast.ATOM),
                 slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))],
             )
+        if isinstance(node, ast.Slice):  # RestrictedPython turns it into _getitem_(obj, slice(a, b))
+            bound = lambda part: None if part is None else self.expr(part)  # noqa: E731
+            return cst.Subscript(
+                value=self.expr(node.obj, ast.ATOM),
+                slice=[cst.SubscriptElement(cst.Slice(lower=bound(node.lower), upper=bound(node.upper)))],
+            )
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
     def _binary(self, op: str, left, right: ast.Node) -> cst.BaseExpression:

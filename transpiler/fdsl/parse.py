@@ -5,7 +5,10 @@ its transformer. The grammar is ``grammar.lark`` beside this file.
 
 from __future__ import annotations
 
+import re
+
 from lark import Token, Transformer, v_args
+from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from ..errors import DSLError
 from ..frontend import (
@@ -29,15 +32,16 @@ LEXICON = Lexicon(quotes="\"'", brackets={"(": ")", "[": "]"})
 
 
 _KEYWORD_HINTS = {
-    "True": "'True' is not FilesDSL; write 'true'",
-    "False": "'False' is not FilesDSL; write 'false'",
+    "None": "FilesDSL has no None: use a value of the type you mean (\"\", 0, false or [])",
+    "while": "FilesDSL has no while: loop over a list or a range, e.g. for i in [1:10]:",
+    "def": "FilesDSL has no functions of your own: write the steps in place (a for loop repeats them)",
 }
 
 
 # FilesDSL's own keywords. The contextual lexer lexes a keyword as NAME in a state where the
 # keyword cannot appear (`x = else`); such a NAME is refused here, never used as a variable.
 DSL_KEYWORDS = frozenset(
-    {"for", "in", "if", "elif", "else", "break", "continue", "and", "or", "not", "true", "false"}
+    {"for", "in", "if", "elif", "else", "break", "continue", "and", "or", "not", "true", "false", "True", "False"}
 )
 # Names RestrictedPython reserves for itself (its print collector and guards).
 RP_RESERVED = frozenset({"printed", "builtins", "breakpoint"})
@@ -201,17 +205,43 @@ class _ToAst(Transformer):
     def index(self, meta, c):
         return ast.Index(c[0], c[1], **_pos(meta))
 
+    def slice(self, meta, c):
+        return ast.Slice(c[0], c[1], c[2], **_pos(meta))
+
+    def slice_from(self, meta, c):
+        return ast.Slice(c[0], c[1], None, **_pos(meta))
+
+    def slice_to(self, meta, c):
+        return ast.Slice(c[0], None, c[1], **_pos(meta))
+
 
 _EXPR_RULES = frozenset(
     {"or_op", "and_op", "not_op", "compare", "add", "sub", "mul", "div", "mod", "neg", "call",
-     "attr", "index", "list"}
+     "attr", "index", "slice", "slice_from", "slice_to", "list"}
 )
+
+def _unexpected(e: UnexpectedInput, text: str) -> DSLError | None:
+    """What a script written in Python's habits meets first, named with the FilesDSL way."""
+    if not isinstance(e, UnexpectedToken) or e.token.type == "$END" or not isinstance(e.token.line, int):
+        return None
+    tok = e.token
+    before = text.split("\n")[tok.line - 1][: tok.column - 1]
+    if str(tok) == "=" and before.rstrip().endswith("]"):
+        return DSLError("FilesDSL has no item assignment (x[i] = v) and no dictionaries: build a list with "
+                        "append() or +, e.g. xs = xs + [v]", tok.line, tok.column)
+    number = re.search(r"(\d+)\.$", before)
+    if tok.type == "INT" and number:
+        return DSLError("FilesDSL has no floats: numbers are whole, and / divides them (7 / 2 is 3)",
+                        tok.line, number.start(1) + 1)
+    return None
+
 
 FRONTEND = Frontend(
     lexicon=LEXICON,
     grammar=Grammar(__package__, _FdslIndenter, maybe_placeholders=False),
     expr_rules=_EXPR_RULES,
     transformer=_ToAst(),
+    unexpected=_unexpected,
 )
 
 

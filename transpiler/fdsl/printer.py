@@ -64,6 +64,10 @@ def _expr(node: ast.Node) -> str:
         return f"{render_expr(node.obj, ast.ATOM)}.{node.name}"
     if isinstance(node, ast.Index):
         return f"{render_expr(node.obj, ast.ATOM)}[{render_expr(node.index)}]"
+    if isinstance(node, ast.Slice):
+        lower = "" if node.lower is None else render_expr(node.lower)
+        upper = "" if node.upper is None else render_expr(node.upper)
+        return f"{render_expr(node.obj, ast.ATOM)}[{lower}:{upper}]"
     raise TypeError(f"cannot render {type(node).__name__}")
 
 

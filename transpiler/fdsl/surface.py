@@ -25,7 +25,8 @@ FILE_ATTRS = frozenset(
         "name", "path", "suffix", "size", "modified", "page_count",
     }
 )
-RECORD_ATTRS = frozenset({"type", "name", "path", "size", "modified", "lastModified", "target", "line", "content"})
+RECORD_ATTRS = frozenset({"type", "name", "path", "size", "modified", "lastModified", "target", "line", "content",
+                          "reason"})
 STRING_METHODS = frozenset(
     {
         "lower", "upper", "strip", "lstrip", "rstrip", "split", "splitlines",
@@ -33,6 +34,7 @@ STRING_METHODS = frozenset(
     }
 )
 LIST_METHODS = frozenset({"append", "count", "index"})
+RESULT_ATTRS = LIST_METHODS | {"total", "truncated", "skipped"}  # what search() and grep() return
 
 ATTRIBUTES_BY_TYPE: dict[str, frozenset[str]] = {
     "Directory": DIRECTORY_ATTRS,
@@ -40,6 +42,7 @@ ATTRIBUTES_BY_TYPE: dict[str, frozenset[str]] = {
     "record": RECORD_ATTRS,
     "str": STRING_METHODS,
     "list": LIST_METHODS,
+    "results": RESULT_ATTRS,
 }
 
 # Every attribute name a script may write after a dot.
@@ -50,6 +53,6 @@ RESERVED_WORDS: frozenset[str] = frozenset(
     {
         "class", "def", "lambda", "None", "import", "pass", "while", "with", "yield", "global",
         "del", "try", "raise", "return", "assert", "async", "await", "from", "as", "is",
-        "nonlocal", "except", "finally", "True", "False",
+        "nonlocal", "except", "finally",
     }
-)
+)  # True and False are accepted as true and false

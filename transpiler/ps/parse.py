@@ -290,7 +290,7 @@ class _ToAst(Transformer):
         return A.Index(c[0], c[1], **_pos(meta))
 
 
-def _unexpected(e: UnexpectedInput) -> DSLError | None:
+def _unexpected(e: UnexpectedInput, text: str) -> DSLError | None:
     if isinstance(e, UnexpectedToken) and e.token.type in ("ELIF", "ELSE"):
         return _orphan_clause(str(e.token), e.token)
     return None

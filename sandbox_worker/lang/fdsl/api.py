@@ -21,6 +21,8 @@ def quote(text: str) -> str:
 
 
 def _own_name(value) -> str | None:
+    if isinstance(value, ResultList):
+        return "list"
     if isinstance(value, FileObject):
         return "file"
     if isinstance(value, DirectoryObject):
@@ -31,7 +33,7 @@ def _own_name(value) -> str | None:
 
 
 def _own_form(value) -> str | None:
-    return value.describe() if isinstance(value, (FileObject, DirectoryObject, Record)) else None
+    return value.describe() if isinstance(value, (FileObject, DirectoryObject, Record, ResultList)) else None
 
 
 def fail(message: str) -> ScriptFailure:
@@ -53,6 +55,15 @@ def expect(function: str, argument: str, value, *types: type, allow_none: bool =
         wanted = " or ".join(TYPE_NAMES[t] for t in types)
         raise fail(f"{function}(): {argument} must be {wanted}, not {type_name(value)}")
     return value
+
+
+def _limit(function: str, limit) -> int:
+    """A page's size on the wire: None (everything) is 0."""
+    if limit is None:
+        return 0
+    if limit < 1:
+        raise fail(f"{function}(): limit must be 1 or more (or left out for everything), not {limit}")
+    return limit
 
 
 def checked(method):
@@ -94,6 +105,8 @@ class Record:
         f = self._fields
         if self._kind == "match":
             return f"{f['path']}:{f['line']}: {f['content']}"
+        if self._kind == "skipped":
+            return f["reason"]
         text = f"{f['type']} {f['path']}"
         if f["type"] == "symlink":
             text += f" -> {f.get('target', '')}"
@@ -109,6 +122,38 @@ class Record:
 
     def __hash__(self) -> int:
         return hash(self.describe())
+
+
+class ResultList(list):
+    """What a search over many files returned, and what it left out: `total` (how many there
+    were in all), `truncated` (this list holds fewer), `skipped` (the files it could not read:
+    a list of records {path, reason}, the first 10, whose own `total` counts them all).
+    print() shows both after the items, so a cut or incomplete answer never looks whole."""
+
+    def __init__(self, items, total: int | None = None, skipped=None, more: str = "") -> None:
+        super().__init__(items)
+        self.total = len(self) if total is None else total
+        self.truncated = self.total > len(self)
+        self.skipped = skipped if skipped is not None else []
+        self._more = more  # how to get the rest, for the trailer
+
+    @classmethod
+    def of_skipped(cls, reply: dict) -> "ResultList":
+        return cls([Record("skipped", row) for row in reply["skipped"]], reply["skipped_count"])
+
+    def describe(self) -> str:
+        text = VALUES.render(list(self), top=False)
+        if self.truncated:
+            text += f" (showing {len(self)} of {self.total}{'; ' + self._more if self._more else ''})"
+        if self.skipped:
+            count = self.skipped.total if isinstance(self.skipped, ResultList) else len(self.skipped)
+            shown = "; ".join(record.describe() for record in self.skipped[:3])
+            text += (f" (skipped {count} file{'s' if count != 1 else ''} it could not read: {shown}"
+                     f"{'; ...' if count > 3 else ''})")
+        return text
+
+    def __repr__(self) -> str:
+        return self.describe()
 
 
 class FileObject:
@@ -247,10 +292,13 @@ class DirectoryObject:
         return [Record(kind, row) for row in rows]
 
     @checked
-    def files(self, recursive=None):
+    def files(self, recursive=None, offset=0, limit=None):
         expect("files", "recursive", recursive, bool, allow_none=True)
+        expect("files", "offset", offset, int)
+        expect("files", "limit", limit, int, allow_none=True)
         recursive = self._recursive if recursive is None else recursive
-        return self._files(self._client.call("dir.files", path=self._path, recursive=recursive))
+        return self._files(self._client.call("dir.files", path=self._path, recursive=recursive, offset=offset,
+                                             limit=_limit("files", limit)))
 
     @checked
     def search(self, pattern, scope="name", in_content=False, recursive=None, ignore_case=False):
@@ -262,14 +310,17 @@ class DirectoryObject:
         if in_content:
             scope = "content"
         recursive = self._recursive if recursive is None else recursive
-        infos = self._client.call(
+        reply = self._client.call(
             "dir.search", path=self._path, pattern=pattern, scope=scope, recursive=recursive, ignore_case=ignore_case
         )
-        return self._files(infos)
+        return ResultList(self._files(reply["files"]), skipped=ResultList.of_skipped(reply))
 
     @checked
-    def list(self):
-        return self._records("entry", self._client.call("dir.list", path=self._path))
+    def list(self, offset=0, limit=None):
+        expect("list", "offset", offset, int)
+        expect("list", "limit", limit, int, allow_none=True)
+        return self._records("entry", self._client.call("dir.list", path=self._path, offset=offset,
+                                                        limit=_limit("list", limit)))
 
     @checked
     def find(self, glob):
@@ -277,12 +328,15 @@ class DirectoryObject:
         return self._records("entry", self._client.call("dir.find", path=self._path, glob=glob))
 
     @checked
-    def grep(self, pattern, glob=None, ignore_case=True):
+    def grep(self, pattern, glob=None, ignore_case=True, max_results=100):
         expect("grep", "pattern", pattern, str)
         expect("grep", "glob", glob, str, allow_none=True)
         expect("grep", "ignore_case", ignore_case, bool)
-        rows = self._client.call("dir.grep", path=self._path, pattern=pattern, glob=glob, ignore_case=ignore_case)
-        return self._records("match", rows)
+        expect("grep", "max_results", max_results, int)
+        reply = self._client.call("dir.grep", path=self._path, pattern=pattern, glob=glob, ignore_case=ignore_case,
+                                  max_results=max_results)
+        return ResultList(self._records("match", reply["hits"]), reply["total"], ResultList.of_skipped(reply),
+                          more="grep(..., max_results=N) shows more")
 
     def __repr__(self) -> str:  # the DSL form, no Python internals
         return self.describe()

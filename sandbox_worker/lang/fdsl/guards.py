@@ -9,7 +9,7 @@ from __future__ import annotations
 from sandbox_worker.client import BrokerClient
 
 from . import builtins as dsl
-from .api import DirectoryObject, FileObject, Record, fail, type_name
+from .api import DirectoryObject, FileObject, Record, ResultList, fail, type_name
 
 # The script-facing API, per type. transpiler/fdsl/surface.py mirrors the union of these names
 # (layer 1); tests/test_surface.py keeps the two equal.
@@ -24,8 +24,11 @@ ALLOWED_ATTRIBUTES: dict[type, frozenset[str]] = {
          "endswith", "replace", "find", "count", "join"}
     ),
     list: frozenset({"append", "count", "index"}),
+    ResultList: frozenset({"append", "count", "index", "total", "truncated", "skipped"}),
 }
-RECORD_FIELDS = frozenset({"type", "name", "path", "size", "modified", "lastModified", "target", "line", "content"})
+RECORD_FIELDS = frozenset({"type", "name", "path", "size", "modified", "lastModified", "target", "line", "content",
+                           "reason"})
+LISTS = (list, ResultList)
 
 
 def guarded_getattr(obj, name):
@@ -41,8 +44,15 @@ def guarded_getattr(obj, name):
 
 
 def guarded_getitem(obj, index):
-    if type(obj) not in (list, str):
+    if type(obj) not in (*LISTS, str):
         raise fail(f"{type_name(obj)} cannot be indexed")
+    if type(index) is slice:  # xs[a:b]: bounds are ints (or left out), as in Python
+        for bound in (index.start, index.stop):
+            if bound is not None and type(bound) is not int:
+                raise fail(f"a slice bound must be an int, not {type_name(bound)}")
+        if index.step is not None:
+            raise fail("a slice has no step in FilesDSL (xs[a:b])")
+        return obj[index]
     if type(index) is not int:
         raise fail(f"an index must be an int, not {type_name(index)}")
     try:
@@ -52,7 +62,7 @@ def guarded_getitem(obj, index):
 
 
 def guarded_iter(obj):
-    if type(obj) in (list, str):
+    if type(obj) in (*LISTS, str):
         return iter(obj)
     if type(obj) is DirectoryObject:
         return iter(obj.files())

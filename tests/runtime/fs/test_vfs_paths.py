@@ -66,7 +66,9 @@ def test_control_characters_are_script_errors(svc, path):
 
 
 def test_absolute_host_path_is_a_virtual_path(svc):
-    with pytest.raises(ScriptError, match=r"^no such file: etc/passwd$"):
+    # ... and the message says so, with what the sandbox's root holds (issue 14, item 8)
+    with pytest.raises(ScriptError, match=r'^no such file: etc/passwd \(paths are inside the sandbox: "/" is its '
+                                          r"root, not the machine's; the root holds: data\)$"):
         svc.file_read("/etc/passwd", None)
 
 
@@ -81,7 +83,7 @@ def test_dir_and_file_kind_errors(svc):
         svc.file_read("data", None)
     with pytest.raises(ScriptError, match=r"^data/a.txt is a file, not a directory$"):
         svc.dir_open("data/a.txt")
-    with pytest.raises(ScriptError, match=r"^no such directory: nope$"):
+    with pytest.raises(ScriptError, match=r"^no such directory: nope \(paths are inside the sandbox: .*the root holds: data\)$"):
         svc.dir_files("nope", True)
     with pytest.raises(ScriptError, match=r"^no such file: data/nope.txt$"):
         svc.file_open("data/nope.txt")
@@ -102,7 +104,7 @@ def test_most_specific_mount_wins(tmp_path, root):
     assert names.count("docs") == 1
     paths = [f["path"] for f in svc.dir_files(".", True)]
     assert "docs/x.txt" in paths
-    assert svc.dir_grep(".", "shadowed", None, False) == []
+    assert svc.dir_grep(".", "shadowed", None, False)["hits"] == []
 
 
 def test_path_outside_every_mount(tmp_path, root):
@@ -134,7 +136,7 @@ def test_symlink_cycles_terminate(svc, root):
     found = [e["path"] for e in svc.dir_find(".", "**")]
     assert "data/sub/up" in found and "data/self" in found
     assert len(found) == len(set(found))
-    assert svc.dir_grep(".", "a", None, False)[0]["path"] == "data/a.txt"
+    assert svc.dir_grep(".", "a", None, False)["hits"][0]["path"] == "data/a.txt"
 
 
 def test_mount_validation(tmp_path):

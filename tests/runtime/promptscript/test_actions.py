@@ -432,3 +432,19 @@ def test_a_denial_keeps_its_reason_whatever_the_path_says(project):
     r = ps('apply("READ_FILE", { path: "../ Readable: everything" })\n', project)
     assert r.exit_code == 1
     assert "READ_FILE: path '/../ Readable: everything' climbs above the root. Readable: /. Writable: /." in r.error, r.error
+
+
+def test_large_values_are_bounded_with_a_located_error_and_max_file_bytes_raises_the_cap(project):
+    """Issue 14, item 7: a 1.1 MB write is a LimitError at its line (not a broken protocol);
+    the base policy's maxFileBytes follows --max-file-bytes; maxBytes reads a large file's start."""
+    r = ps('big = "x" * 1100000\napply("WRITE_FILE", { path: "big.txt", content: big })\n', project)
+    assert r.exit_code == 1 and r.error_kind == "LimitError" and r.error_line == 2, r.error
+    assert "over the limit of 1,048,576 bytes for one request" in r.error
+    source = 'apply("WRITE_FILE", { path: "mid.txt", content: "y" * 600000 })\nlog(len(apply("READ_FILE", { path: "mid.txt" })))\n'
+    r = ps(source, project)
+    assert r.exit_code == 1 and "600000 bytes for mid.txt; the policy's maxFileBytes is 500000" in r.error
+    r = ps(source, project, max_file_bytes=700_000)
+    assert logged(r) == ["600000"]
+    r = ps('log(len(apply("READ_FILE", { path: "mid.txt", maxBytes: 10 })))\napply("READ_FILE", { path: "mid.txt" })\n',
+           project)
+    assert r.output == "[ps] 10\n" and r.error_line == 2 and "mid.txt is 600000 bytes; the policy's maxFileBytes is 500000" in r.error

@@ -98,8 +98,8 @@ def test_invalid_utf8_never_crashes(svc, root):
     assert text == "caf\ufffd ok\nnext \ufffd\ufffd line\n\ufffd"
     assert svc.file_contains("data/bad.txt", "next", False)
     assert svc.file_search("data/bad.txt", "caf.", False) == [1]
-    assert [f["path"] for f in svc.dir_search("data", "ok", "content", True, False)] == ["data/bad.txt"]
-    assert svc.dir_grep("data", "line", None, False) == [{"path": "data/bad.txt", "line": 2, "content": "next \ufffd\ufffd line"}]
+    assert [f["path"] for f in svc.dir_search("data", "ok", "content", True, False)["files"]] == ["data/bad.txt"]
+    assert svc.dir_grep("data", "line", None, False)["hits"] == [{"path": "data/bad.txt", "line": 2, "content": "next \ufffd\ufffd line"}]
 
 
 def test_boms(svc, root):
@@ -108,7 +108,7 @@ def test_boms(svc, root):
     assert svc.file_read("data/u8.txt", None) == "hello\n"
     assert svc.file_read("data/u16.txt", None) == "hello wide\n"
     assert svc.file_contains("data/u16.txt", "wide", False)
-    hits = svc.dir_search("data", "hello", "content", False, False)
+    hits = svc.dir_search("data", "hello", "content", False, False)["files"]
     assert [f["path"] for f in hits] == ["data/u16.txt", "data/u8.txt"]
 
 
@@ -118,8 +118,8 @@ def test_size_limit(root):
     with pytest.raises(LimitError) as err:
         svc.file_read("data/big.txt", None)
     assert str(err.value) == "data/big.txt is 5000 bytes, over the limit of 4096 bytes per document"
-    with pytest.raises(LimitError):
-        svc.dir_search("data", "x", "content", True, False)
+    found = svc.dir_search("data", "x", "content", True, False)  # the search skips it and says so
+    assert found["skipped"] == [{"path": "data/big.txt", "reason": str(err.value)}] and found["skipped_count"] == 1
     assert svc.file_open("data/big.txt")["size"] == 5000  # metadata is fine
 
 
@@ -131,8 +131,8 @@ def test_each_file_is_parsed_once_per_run(svc, root):
         svc.file_search("data/a.txt", "line", False)
         svc.file_table("data/a.txt", 5)
         svc.file_lines("./data/../data/a.txt", 1, 5)
-        svc.dir_grep("data", "line 7", None, False)
-        svc.dir_search("data", "line [0-9]", "content", True, False)
+        svc.dir_grep("data", "line 7", None, False)["hits"]
+        svc.dir_search("data", "line [0-9]", "content", True, False)["files"]
     assert svc.store.parse_count == 1
     # a changed file (size and mtime) is parsed again
     f.write_text(numbered(10))
@@ -144,9 +144,9 @@ def test_each_file_is_parsed_once_per_run(svc, root):
 def test_content_search_does_not_parse(svc, root):
     for i in range(20):
         (root / "data" / f"f{i}.txt").write_text(f"file {i}\n")
-    hits = svc.dir_search("data", "file 7", "content", True, False)
+    hits = svc.dir_search("data", "file 7", "content", True, False)["files"]
     assert [h["path"] for h in hits] == ["data/f7.txt"]
-    hits = svc.dir_search("data", "FILE 1[0-9]", "content", True, True)
+    hits = svc.dir_search("data", "FILE 1[0-9]", "content", True, True)["files"]
     assert [h["path"] for h in hits] == [f"data/f{i}.txt" for i in range(10, 20)]
     assert svc.store.parse_count == 0  # no pages built just to know whether a file matches
 
@@ -202,8 +202,12 @@ def test_encrypted_and_broken_pdfs(svc, root):
     (root / "data" / "broken.pdf").write_bytes(b"not a pdf at all")
     with pytest.raises(ScriptError, match=r"^cannot read PDF data/broken.pdf: "):
         svc.file_page_count("data/broken.pdf")
-    # a broken PDF makes a content search fail loudly, not silently skip
-    with pytest.raises(ScriptError):
-        svc.dir_search("data", "x", "content", True, False)
-    # but name searches never open files
-    assert len(svc.dir_search("data", r"\.pdf$", "name", True, False)) == 2
+    # a content search over them goes on, and names what it skipped and why (issue 14)
+    (root / "data" / "ok.txt").write_text("x marks the spot\n")
+    found = svc.dir_search("data", "x", "content", True, False)
+    assert [f["path"] for f in found["files"]] == ["data/ok.txt"]
+    assert found["skipped_count"] == 2
+    assert [s["path"] for s in found["skipped"]] == ["data/broken.pdf", "data/locked.pdf"]
+    assert found["skipped"][1]["reason"].startswith("cannot read PDF data/locked.pdf: it is encrypted")
+    # name searches never open files
+    assert len(svc.dir_search("data", r"\.pdf$", "name", True, False)["files"]) == 2

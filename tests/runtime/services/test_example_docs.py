@@ -29,7 +29,7 @@ def test_collection_layout(svc):
 
 
 def test_language_model_hits_several_files(svc):
-    hits = [f["path"] for f in svc.dir_search(".", "language model", "content", True, True)]
+    hits = [f["path"] for f in svc.dir_search(".", "language model", "content", True, True)["files"]]
     assert "reports/annual-report.pdf" in hits and "guides/intro.md" in hits and len(hits) >= 4
 
 

@@ -70,10 +70,10 @@ def test_walks_never_show_or_search_outside(world):
     everything = json.dumps(
         [
             svc.dir_files(".", True),
-            svc.dir_search(".", "CANARY", "both", True, False),
-            svc.dir_search(".", ".", "name", True, False),
-            svc.dir_grep(".", "CANARY", None, False),
-            svc.dir_grep(".", ".", None, False),
+            svc.dir_search(".", "CANARY", "both", True, False)["files"],
+            svc.dir_search(".", ".", "name", True, False)["files"],
+            svc.dir_grep(".", "CANARY", None, False)["hits"],
+            svc.dir_grep(".", ".", None, False)["hits"],
             svc.dir_find(".", "**"),
         ]
     )
@@ -123,9 +123,9 @@ def test_no_host_path_in_any_error(world):
         lambda: svc.dir_open("data/a.txt"),
         lambda: svc.dir_open("nope"),
         lambda: svc.dir_files("data/abs_link.txt", True),
-        lambda: svc.dir_search(".", "[unclosed", "name", True, False),
-        lambda: svc.dir_search(".", "x", "everywhere", True, False),
-        lambda: svc.dir_grep(".", "(", None, False),
+        lambda: svc.dir_search(".", "[unclosed", "name", True, False)["files"],
+        lambda: svc.dir_search(".", "x", "everywhere", True, False)["files"],
+        lambda: svc.dir_grep(".", "(", None, False)["hits"],
         lambda: svc.dir_find(".", ""),
         lambda: svc.file_snippets("data/a.txt", "a", 1, -1, False),
         lambda: svc.file_table("data/a.txt", 0),

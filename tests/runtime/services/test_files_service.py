@@ -72,31 +72,31 @@ def test_dir_files(svc):
 
 
 def test_search_scope_name(svc):
-    assert paths(svc.dir_search("data", r"\.md$", "name", True, False)) == ["data/b.md", "data/sub/deep/d.md"]
+    assert paths(svc.dir_search("data", r"\.md$", "name", True, False)["files"]) == ["data/b.md", "data/sub/deep/d.md"]
     # the path relative to the searched directory is searched too
-    assert paths(svc.dir_search("data", "^sub/", "name", True, False)) == ["data/sub/c.txt", "data/sub/deep/d.md"]
-    assert paths(svc.dir_search("data/sub", "^sub/", "name", True, False)) == []
-    assert paths(svc.dir_search("data", "^deep/", "name", True, False)) == []
-    assert paths(svc.dir_search("data", "A.TXT", "name", True, True)) == ["data/a.txt"]
-    assert paths(svc.dir_search("data", "language", "name", True, False)) == []
-    assert paths(svc.dir_search("data", r"\.txt$", "name", False, False)) == ["data/a.txt"]
+    assert paths(svc.dir_search("data", "^sub/", "name", True, False)["files"]) == ["data/sub/c.txt", "data/sub/deep/d.md"]
+    assert paths(svc.dir_search("data/sub", "^sub/", "name", True, False)["files"]) == []
+    assert paths(svc.dir_search("data", "^deep/", "name", True, False)["files"]) == []
+    assert paths(svc.dir_search("data", "A.TXT", "name", True, True)["files"]) == ["data/a.txt"]
+    assert paths(svc.dir_search("data", "language", "name", True, False)["files"]) == []
+    assert paths(svc.dir_search("data", r"\.txt$", "name", False, False)["files"]) == ["data/a.txt"]
 
 
 def test_search_scope_content_and_both(svc):
-    assert paths(svc.dir_search("data", "language model", "content", True, False)) == ["data/sub/c.txt"]
-    assert paths(svc.dir_search("data", "language model", "content", True, True)) == ["data/a.txt", "data/sub/c.txt"]
-    assert paths(svc.dir_search("data", "language model", "content", False, True)) == ["data/a.txt"]
-    assert paths(svc.dir_search("data", r"^gam+a$", "content", True, False)) == ["data/sub/c.txt"]
-    assert paths(svc.dir_search("data", "d", "content", True, False)) == ["data/a.txt", "data/sub/c.txt", "data/sub/deep/d.md"]
-    assert paths(svc.dir_search("data", "^b|delta", "both", True, False)) == ["data/b.md", "data/sub/deep/d.md"]
-    assert paths(svc.dir_search("data", "^b|delta", "name", True, False)) == ["data/b.md"]
+    assert paths(svc.dir_search("data", "language model", "content", True, False)["files"]) == ["data/sub/c.txt"]
+    assert paths(svc.dir_search("data", "language model", "content", True, True)["files"]) == ["data/a.txt", "data/sub/c.txt"]
+    assert paths(svc.dir_search("data", "language model", "content", False, True)["files"]) == ["data/a.txt"]
+    assert paths(svc.dir_search("data", r"^gam+a$", "content", True, False)["files"]) == ["data/sub/c.txt"]
+    assert paths(svc.dir_search("data", "d", "content", True, False)["files"]) == ["data/a.txt", "data/sub/c.txt", "data/sub/deep/d.md"]
+    assert paths(svc.dir_search("data", "^b|delta", "both", True, False)["files"]) == ["data/b.md", "data/sub/deep/d.md"]
+    assert paths(svc.dir_search("data", "^b|delta", "name", True, False)["files"]) == ["data/b.md"]
 
 
 def test_search_bad_scope_and_bad_regex(svc):
     with pytest.raises(ScriptError, match=r"^invalid scope 'all': expected one of 'name', 'content', 'both'$"):
-        svc.dir_search("data", "x", "all", True, False)
+        svc.dir_search("data", "x", "all", True, False)["files"]
     with pytest.raises(ScriptError, match=r"^invalid regex '\[unclosed': unterminated character set"):
-        svc.dir_search("data", "[unclosed", "name", True, False)
+        svc.dir_search("data", "[unclosed", "name", True, False)["files"]
     with pytest.raises(ScriptError, match=r"^invalid regex '\(a': missing \)"):
         svc.file_search("data/a.txt", "(a", False)
 
@@ -148,28 +148,28 @@ def test_glob_translation():
 
 
 def test_grep_results_and_order(svc):
-    assert svc.dir_grep("data", "a", "**/*.md", False) == [
+    assert svc.dir_grep("data", "a", "**/*.md", False)["hits"] == [
         {"path": "data/sub/deep/d.md", "line": 1, "content": "delta"},
     ]
-    hits = svc.dir_grep("data", "model", None, True)
+    hits = svc.dir_grep("data", "model", None, True)["hits"]
     assert hits == [
         {"path": "data/a.txt", "line": 2, "content": "The Language Model is here"},
         {"path": "data/sub/c.txt", "line": 2, "content": "language model again"},
     ]
     # each line once, even with many matches on it
-    assert svc.dir_grep("data/sub", "a", None, False) == [
+    assert svc.dir_grep("data/sub", "a", None, False)["hits"] == [
         {"path": "data/sub/c.txt", "line": 1, "content": "gamma"},
         {"path": "data/sub/c.txt", "line": 2, "content": "language model again"},
         {"path": "data/sub/deep/d.md", "line": 1, "content": "delta"},
     ]
-    assert svc.dir_grep("data", "zzz", None, False) == []
+    assert svc.dir_grep("data", "zzz", None, False)["hits"] == []
 
 
 def test_grep_is_capped_at_100_in_path_line_order(root):
     for name in ("z.txt", "m.txt"):
         (root / "data" / name).write_text("".join(f"hit {i}\n" for i in range(1, 81)))
     svc = FilesService(VirtualFS([("/", root, False)]))
-    hits = svc.dir_grep("data", r"hit \d+", None, False)
+    hits = svc.dir_grep("data", r"hit \d+", None, False)["hits"]
     assert len(hits) == 100
     assert [h["path"] for h in hits] == ["data/m.txt"] * 80 + ["data/z.txt"] * 20
     assert [h["line"] for h in hits] == list(range(1, 81)) + list(range(1, 21))
@@ -177,12 +177,12 @@ def test_grep_is_capped_at_100_in_path_line_order(root):
 
 def test_grep_line_numbers_with_crlf_and_multiline_patterns(svc, root):
     (root / "data" / "w.txt").write_bytes(b"one\r\ntwo\r\n\r\nthree two\n")
-    assert svc.dir_grep("data", "two", "w.txt", False) == [
+    assert svc.dir_grep("data", "two", "w.txt", False)["hits"] == [
         {"path": "data/w.txt", "line": 2, "content": "two"},
         {"path": "data/w.txt", "line": 4, "content": "three two"},
     ]
     # a match spanning lines is reported on the line where it starts
-    assert svc.dir_grep("data", "two\r\n\r\nthree", "w.txt", False) == [{"path": "data/w.txt", "line": 2, "content": "two"}]
+    assert svc.dir_grep("data", "two\r\n\r\nthree", "w.txt", False)["hits"] == [{"path": "data/w.txt", "line": 2, "content": "two"}]
 
 
 def test_snippets_format(svc, root):
@@ -259,7 +259,7 @@ def test_result_caps(root):
     svc = FilesService(VirtualFS([("/", root, False)]), max_entries=10)
     for call in (
         lambda: svc.dir_files("data", True),
-        lambda: svc.dir_search("data", "many", "name", True, False),
+        lambda: svc.dir_search("data", "many", "name", True, False)["files"],
         lambda: svc.dir_list("data"),
         lambda: svc.dir_find("data", "**"),
     ):

@@ -19,6 +19,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.models.test import TestModel  # noqa: E402
 
+from runtime.errors import ScriptError  # noqa: E402
 from runtime.fs.config import Mount, SandboxConfig  # noqa: E402
 from runtime.fs.sandbox import Sandbox  # noqa: E402
 from runtime.services.pydantic_ai_toolset import (  # noqa: E402
@@ -367,3 +368,25 @@ def test_a_call_the_wrapper_denied_leaves_no_pass_for_another_caller(world):
     result = agent_for(inner, [call]).run_sync("go")
     assert isinstance(result.output, DeferredToolRequests)
     assert not (tmp / "cfg" / "evil.json").exists()
+
+
+def test_a_read_only_sandbox_offers_only_the_reading_tools_and_reads_pdfs_as_text(tmp_path: Path):
+    """Issue 14, item 11: no write tool to be refused only when called; a PDF's text, not its bytes."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "the first page")
+    doc.new_page().insert_text((72, 72), "the second page")
+    doc.save(tmp_path / "manual.pdf")
+    (tmp_path / "tool.bin").write_bytes(b"\x7fELF\x00\x00")
+    sb = Sandbox(SandboxConfig(mounts=[Mount(host_path=tmp_path, mount_point="/docs", mode="ro")]))
+    ts = PydanticAIFileSystemToolset(sb)
+    try:
+        assert list(ts.tools) == ["read_file", "list_files"]
+        assert ts.read("/docs/manual.pdf").content == "the first page\n\n\nthe second page\n"
+        with pytest.raises(ScriptError, match=r"^/docs/tool.bin is a binary file"):
+            ts.read("/docs/tool.bin")
+    finally:
+        ts.close()
+    rw = Sandbox(SandboxConfig(mounts=[Mount(host_path=tmp_path, mount_point="/docs", mode="rw", write_approval=False)]))
+    assert list(PydanticAIFileSystemToolset(rw).tools) == SEED_TOOLS

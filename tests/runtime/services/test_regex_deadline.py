@@ -33,9 +33,9 @@ def calls(pattern: str):
         "file.search": (lambda s: s.file_search("data/aaa.txt", pattern, False), []),
         "file.contains": (lambda s: s.file_contains("data/aaa.txt", pattern, False), False),
         "file.snippets": (lambda s: s.file_snippets("data/aaa.txt", pattern, 5, 10, False), []),
-        "dir.search": (lambda s: s.dir_search("data", pattern, "content", True, False), []),
-        "dir.search name": (lambda s: s.dir_search("data", pattern, "name", True, False), []),
-        "dir.grep": (lambda s: s.dir_grep("data", pattern, None, False), []),
+        "dir.search": (lambda s: s.dir_search("data", pattern, "content", True, False)["files"], []),
+        "dir.search name": (lambda s: s.dir_search("data", pattern, "name", True, False)["files"], []),
+        "dir.grep": (lambda s: s.dir_grep("data", pattern, None, False)["hits"], []),
     }
 
 
@@ -82,7 +82,7 @@ def test_a_passed_deadline_stops_walks_listings_and_tables_at_once(root):
     for call in (
         lambda: svc.dir_files(".", True),
         lambda: svc.dir_find(".", "**"),
-        lambda: svc.dir_search(".", "zzz", "name", True, False),
+        lambda: svc.dir_search(".", "zzz", "name", True, False)["files"],
         lambda: svc.file_search("data/aaa.txt", "a", False),
         lambda: svc.dir_list("data"),
         lambda: svc.file_table("data/long.md", 50),

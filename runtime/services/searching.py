@@ -1,0 +1,56 @@
+"""What a search over many files gives besides its hits: the lines of a document that match,
+and the files it could not read (named, not silently left out). runtime/services/files.py's
+dir_search and dir_grep use them."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from runtime.errors import FileTooLargeError, UnreadableFile
+from runtime.services.documents import Document
+from runtime.services.textsearch import Pattern, Searcher
+
+DEFAULT_GREP_RESULTS = 100
+MAX_GREP_RESULTS = 10_000
+MAX_SKIPPED_SHOWN = 10
+SKIPPABLE = (UnreadableFile, FileTooLargeError)  # what one file of a search over many may fail with
+
+# Line breaks exactly as str.splitlines() sees them.
+LINE_BREAK = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+class Skipped:
+    """The files a search over many could not read: how many, and the first few with why."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shown: list[dict] = []
+
+    def add(self, vpath: str, exc: Exception) -> None:
+        self.count += 1
+        if len(self.shown) < MAX_SKIPPED_SHOWN:
+            self.shown.append({"path": vpath, "reason": str(exc)})
+
+    def reply(self) -> dict:
+        return {"skipped": self.shown, "skipped_count": self.count}
+
+
+def matching_lines(pat: Pattern, doc: Document, searcher: Searcher):
+    """Indexes of the lines of `doc` holding a match, each once, in order (a match spanning
+    lines counts on the line where it starts)."""
+    text = doc.text
+    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+    count = len(doc.lines)
+    pos = 0
+    while pos <= len(text):
+        m = searcher.search(pat, text, pos)
+        if m is None:
+            return
+        idx = bisect.bisect_right(starts, m.start()) - 1
+        if idx >= count:  # a match at the very end, after the last line break
+            return
+        yield idx
+        if idx + 1 >= len(starts):
+            return
+        pos = starts[idx + 1]
