@@ -1,0 +1,156 @@
+"""The `fdsl` command line's parser: every command, its options and their help (the
+languages' one-screen sheets in the epilog, runtime/cheatsheet.py). runtime/cli.py runs them."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from runtime.api import MountSpec
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES
+from runtime.promptscript.options import PSOptions
+from runtime.services.documents import DEFAULT_MEMORY_BYTES
+from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
+from transpiler import LANGUAGES
+from wire.protocol import MAX_REPLY_VALUE_BYTES
+
+DEFAULT_TIMEOUT_S = 60.0  # --timeout of a .fdsl run
+PS_TIMEOUT_MARGIN_S = 5.0  # a .ps run's --timeout: --max-time plus this
+
+
+class UsageError(Exception):
+    pass
+
+
+def seconds(text: str) -> float:
+    """A --timeout value: a positive number of seconds, or inf for no limit."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+    if not value > 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds (or inf for no limit), not {text!r}")
+    return value
+
+
+def parse_mount(text: str) -> MountSpec:
+    """HOST:/point[:ro|rw]"""
+    parts = text.rsplit(":", 2)
+    mode = "ro"
+    if len(parts) == 3 and parts[2] in ("ro", "rw"):
+        host, point, mode = parts
+    elif len(parts) == 3 and parts[1].startswith("/") and not parts[2].startswith("/"):
+        raise UsageError(f"--mount {text!r}: the mode must be ro or rw, not {parts[2]!r}")
+    elif len(parts) >= 2:
+        host, point = text.rsplit(":", 1)
+    else:
+        raise UsageError(f"--mount {text!r}: expected HOST:/point[:ro|rw]")
+    if not point.startswith("/"):
+        raise UsageError(f"--mount {text!r}: the mount point must start with '/'")
+    if not Path(host).is_dir():
+        raise UsageError(f"--mount {text!r}: {host} is not a directory")
+    return MountSpec(host_path=Path(host), mount_point=point, writable=mode == "rw")
+
+
+def add_sandbox_options(command) -> None:
+    """--root, --mount, --config and --yes: the same for run, ls and find."""
+    command.add_argument("--root", "--sandbox-root", dest="root", default=None,
+                         help="directory mounted at / (default: . unless --config or --mount is given)")
+    command.add_argument("--mount", action="append", default=[], metavar="HOST:/point[:ro|rw]", help="add a mount (repeatable)")
+    command.add_argument("--config", default=None, metavar="sandbox.toml", help="mounts and their policy from a TOML file")
+    command.add_argument("--yes", action="store_true", help="pre-approve every operation that needs approval")
+
+
+# PromptScript's options: (flag, dest); each is None unless given, so a .fdsl run can refuse it.
+PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--max-time", "max_time"),
+                   ("--max-tool-calls", "max_tool_calls"), ("--max-files-changed", "max_files_changed"),
+                   ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
+                   ("--allow-command", "allow_command"), ("--max-file-bytes", "max_file_bytes"))
+# option dest -> the PSOptions field whose default it takes when not given
+PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_tool_calls": "max_tool_calls",
+                     "max_file_bytes": "max_file_bytes",
+                     "halt_on_loop": "halt_on_loop", "max_log_bytes": "max_log_bytes", "allow_command": "allow_commands"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from runtime.cheatsheet import SHEETS
+
+    sheets = "\n".join(SHEETS.values()) + "\nThe full references: fdsl help filesdsl, fdsl help promptscript."
+    parser = argparse.ArgumentParser(prog="fdsl", description="Run FilesDSL (.fdsl) and PromptScript (.ps) scripts in a jailed worker.",
+                                     epilog=sheets, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a script", epilog=sheets, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("script", help="the script: FilesDSL (.fdsl) or PromptScript (.ps); - reads it from stdin (FilesDSL unless --lang ps)")
+    add_sandbox_options(run)
+    run.add_argument("--timeout", type=seconds, default=None, metavar="S",
+                     help=f"wall-clock limit in seconds (default: {DEFAULT_TIMEOUT_S:g} for .fdsl; for .ps, --max-time "
+                          f"plus {PS_TIMEOUT_MARGIN_S:g} s, or no limit with --max-time 0)")
+    run.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
+    run.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
+    run.add_argument("--max-reply-bytes", type=int, default=DEFAULT_MAX_REPLY_BYTES, metavar="BYTES",
+                     help=f"largest reply of the broker to one request (default {DEFAULT_MAX_REPLY_BYTES}: 16 MiB; "
+                          f"{MIN_MAX_REPLY_BYTES} to {MAX_REPLY_VALUE_BYTES})")
+    run.add_argument("--broker-memory", type=int, default=DEFAULT_MEMORY_BYTES >> 20, metavar="MB",
+                     help=f"memory the broker may keep parsed documents in, in MiB (default {DEFAULT_MEMORY_BYTES >> 20})")
+    run.add_argument("--pdf-memory", type=int, default=DEFAULT_PDF_MEMORY_BYTES >> 20, metavar="MB",
+                     help=f"memory of the jailed PDF text extractor, in MiB (default {DEFAULT_PDF_MEMORY_BYTES >> 20})")
+    run.add_argument("--max-pdf-pages", type=int, default=DEFAULT_MAX_PDF_PAGES, metavar="N",
+                     help=f"pages of one PDF (default {DEFAULT_MAX_PDF_PAGES})")
+    run.add_argument("--lang", choices=sorted(LANGUAGES), help="language (default: by extension)")
+    run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
+    run.add_argument(
+        "--isolation", choices=("best", "strict"), default="best",
+        help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
+    )
+    add_promptscript_options(run)
+    add_other_commands(commands)
+    return parser
+
+
+def add_promptscript_options(run) -> None:
+    ps = run.add_argument_group("PromptScript (.ps) only")  # budgets: runtime/promptscript/session.py
+    default = PSOptions()
+    ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write at / (writes ask, --yes pre-approves); RUN_CMD runs there and the run log goes to DIR/.ps-runs/<id>/ (default: . unless --root, --mount or --config is given)")
+    ps.add_argument("--max-steps", type=int, default=None, metavar="N", help=f"statements executed (default {default.max_steps}; 0: no limit)")
+    ps.add_argument("--max-time", type=int, default=None, metavar="MS", help=f"running time in ms (default {default.max_time_ms}; 0: no limit; --timeout still applies)")
+    ps.add_argument("--max-tool-calls", type=int, default=None, metavar="N", help=f"apply() calls (0: no limit; default {default.max_tool_calls})")
+    ps.add_argument("--max-files-changed", type=int, default=None, metavar="N",
+                    help="distinct files WRITE_FILE/PATCH_FILE may change (default: no limit; 0: none)")
+    ps.add_argument("--halt-on-loop", action="store_true", default=None,
+                    help="stop when the same action with the same args, or the same cycle of up to 4 such actions, runs 3 times in a row")
+    ps.add_argument("--max-log-bytes", type=int, default=None, metavar="BYTES",
+                    help=f"size limit of the run log; later events are dropped, and it says so (default {default.max_log_bytes})")
+    ps.add_argument("--max-file-bytes", type=int, default=None, metavar="BYTES",
+                    help=f"the largest file the file actions read, write or patch (the base policy's maxFileBytes; "
+                         f"default {default.max_file_bytes}; a write also fits one request of 1 MiB)")
+    ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
+                    help="a program RUN_CMD may run (repeatable; default: none)")
+
+
+def add_other_commands(commands) -> None:
+    help_ = commands.add_parser("help", help="print a language's full reference")
+    help_.add_argument("topic", choices=("filesdsl", "promptscript"))
+    doctor = commands.add_parser("doctor", help="show which hardening layers are in force on this machine")
+    doctor.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help=argparse.SUPPRESS)
+    audit = commands.add_parser("audit", help="run plain Python in the hardened worker (no transpiler) and report what it did")
+    audit.add_argument("script", help="a Python file")
+    audit.add_argument("--mode", choices=("os", "restricted"), default="restricted",
+                       help="restricted: compile with RestrictedPython and the FilesDSL guards (default); os: plain Python")
+    audit.add_argument("--root", "--sandbox-root", dest="root", default=None, help="directory mounted at / for the broker's file ops")
+    audit.add_argument("--timeout", type=seconds, default=10.0, metavar="S", help="wall-clock limit in seconds (default 10)")
+    audit.add_argument("--memory", type=int, default=256, metavar="MB", help="worker memory limit in MiB (default 256)")
+    audit.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
+    audit.add_argument("--layers", default=None, metavar="L1,L2",
+                       help="apply only these hardening layers, to audit each alone (default: all)")
+    ls = commands.add_parser("ls", help="list a directory of the sandbox (structured entries)")
+    ls.add_argument("path", nargs="?", default="/", help="virtual directory (default /)")
+    ls.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
+    ls.add_argument("--recursive", action="store_true", help="list everything under the directory")
+    ls.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N entries (paging a large directory)")
+    ls.add_argument("--limit", type=int, default=0, metavar="N", help="print at most N entries (default 0: all)")
+    add_sandbox_options(ls)
+    find = commands.add_parser("find", help="find entries under a directory of the sandbox by glob")
+    find.add_argument("path", help="virtual directory")
+    find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
+    find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
+    add_sandbox_options(find)
