@@ -59,24 +59,15 @@ def run_script(
     pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20, max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES,
     on_output=None, isolation: str = "best", sandbox=None, approve=None, options: dict | None = None,
 ) -> RunResult:
-    """Transpile `source` and run it in a fresh jailed worker over the run's sandbox.
-
-    The sandbox is `sandbox` (a runtime.fs.sandbox.Sandbox) or, as on the command line,
-    `root` mounted read-only at "/" (default: the current directory, unless mounts or a
-    PromptScript project are given) plus `mounts`; a PromptScript run's `options["project"]`
-    is mounted read-write at "/" instead (runtime/fs/options.py). `approve(description) ->
-    bool` answers approvals (reads from read_approval mounts, writes to write_approval ones).
-
-    Returns the exit code (0 ok, 1 script error, 2 bad options, 124 timeout), everything the
-    script printed, the formatted error, and figures: transpile_s, worker_start_s, run_s,
-    wall_s, worker_peak_rss_kib, broker_peak_rss_kib, requests. `isolation="strict"` refuses
-    to run the script (exit 1, SandboxError) unless every hardening layer is in force;
-    `result.layers` says which were. `max_reply_bytes` bounds one reply of the broker (default
-    16 MiB) and `broker_memory_mb` the documents it keeps parsed (default 512 MiB); PDFs are
-    parsed by a jailed extractor process of `pdf_memory_mb` (default 768 MiB), at most
-    `max_pdf_pages` pages each (default 10,000). `options` are the language's own options
-    (PromptScript: runtime.promptscript.session.PSOptions fields). A bad argument is a result
-    with exit code 2 and a UsageError naming it, never an exception.
+    """Transpile `source` and run it in a fresh jailed worker over the run's sandbox: `sandbox`,
+    or `root` read-only at "/" (default: the current directory unless mounts or a PromptScript
+    `options["project"]`, mounted read-write, are given) plus `mounts` (runtime/fs/options.py).
+    `approve(description) -> bool` answers approvals. Exit codes: 0 ok, 1 script error, 2 a bad
+    argument (a UsageError naming it, never an exception), 124 timeout. Figures: transpile_s,
+    worker_start_s, run_s, wall_s, worker_peak_rss_kib, broker_peak_rss_kib, requests.
+    `isolation="strict"` refuses to run unless every hardening layer is in force (`result.layers`
+    says which were). The limits' defaults and ranges: runtime/limits.py; `options` are the
+    language's own (PromptScript: runtime.promptscript.options.PSOptions fields).
     """
     wall_started = time.monotonic()
     limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
