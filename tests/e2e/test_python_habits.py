@@ -34,3 +34,11 @@ def test_slices_negative_indexes_and_python_booleans(tmp_path):
 def test_bad_slices_and_indexes_name_what_is_wrong(tmp_path, source, message):
     _out, error = run(source, tmp_path)
     assert error is not None and error.startswith(f"RuntimeError: {message}\n  at line 2"), error
+
+
+def test_promptscript_accepts_python_booleans_too(tmp_path):
+    r = run_script('x = True\nif x and not False:\n  log(x, False)\nTruex = 1\nlog(Truex)\n', lang="ps",
+                   root=str(tmp_path), timeout=30)
+    assert r.ok and r.output == "[ps] true false\n[ps] 1\n", r.error
+    r = run_script("x = None\n", lang="ps", root=str(tmp_path), timeout=30)
+    assert r.exit_code == 1 and "'None' is not PromptScript; write 'null'" in r.error

@@ -27,7 +27,7 @@ KEYWORDS = frozenset({
 })
 # Python keywords PromptScript lacks: refused wherever they appear.
 PYTHON_ONLY_KEYWORDS = frozenset(set(keyword.kwlist) - KEYWORDS)
-_HINTS = {"True": "write 'true'", "False": "write 'false'", "None": "write 'null'",
+_HINTS = {"None": "write 'null'",
           "import": "scripts cannot import modules", "lambda": "use def"}
 # Names the generated code or RestrictedPython needs for itself.
 RESERVED_NAMES = frozenset({"printed", "builtins", "breakpoint", "eval", "exec", "print", "self_"})
