@@ -117,7 +117,10 @@ def parse_text(vpath: str, data: bytes) -> Document:
 
 def parse_pdf(vpath: str, data: bytes, extractor: PdfExtractor, deadline: float | None = None) -> Document:
     """A PDF's pages and outline, extracted by the jailed extractor (runtime/services/pdf.py)."""
-    pages, outline, _repaired = extractor.extract(vpath, data, deadline)
+    pages, outline, repaired = extractor.extract(vpath, data, deadline)
+    if repaired and not any(page.strip() for page in pages):  # a truncated file pymupdf "repaired" into blank pages
+        raise UnreadableFile(f"cannot read PDF {vpath}: the file is damaged (truncated or corrupt) and no text "
+                             "could be recovered from it")
     return Document(vpath, "pdf", pages, "\n\n".join(pages), outline or None)
 
 
@@ -143,6 +146,10 @@ DOTTED_TOC = r"^[ \t]*(?P<title>\S.*?)[ \t]*(?:(?:\.[ \t]?){3,}|\u2026+)[ \t]*(?
 # Numbered TOC line without leader: a section number, a title, then 2+ spaces (or a tab) and
 # the page number at the end.  "2.3 Results     14"
 NUMBERED_TOC = r"^[ \t]*(?P<title>\d+(?:\.\d+)*\.?[ \t]+\S.*?)(?:[ \t]{2,}|\t)[ \t]*(?P<page>\d{1,5})[ \t]*\Z"
+# An underline: one of these characters repeated, 3 times or more, nothing else on the line.
+UNDERLINE_CHARS = frozenset("=-~^*#+\"'`:.")
+# A dotted leader and a page number alone on a line (the title was the line before).
+LEADER_ONLY = r"^[ \t]*(?:(?:\.[ \t]?){3,}|\u2026+)[ \t]*(?P<page>\d{1,5})[ \t]*\Z"
 # Section number at the start of a title (then a blank): its components give the level.
 SECTION_NUMBER = r"^(\d+(?:\.\d+)*)\.?[ \t]"
 MAX_TOC_LINE = 300
@@ -155,7 +162,7 @@ _BLANKS = re.compile(r"\s+")
 @functools.cache
 def _toc_patterns():
     return tuple(compile_trusted(source, what="TOC pattern")
-                 for source in (ATX_HEADING, FENCE, DOTTED_TOC, NUMBERED_TOC, SECTION_NUMBER))
+                 for source in (ATX_HEADING, FENCE, DOTTED_TOC, NUMBERED_TOC, SECTION_NUMBER, LEADER_ONLY))
 
 
 def _toc_level(title: str) -> int:
@@ -169,47 +176,84 @@ def detect_toc(pages: list[str], check: Callable[[], None] | None = None) -> lis
     For each line of each page (page text split with str.splitlines, so a text file's line L
     is on page (L-1)//80+1), outside fenced code blocks:
       1. an ATX markdown heading (ATX_HEADING) -> (number of '#', title, page of the line);
-      2. else a dotted TOC line (DOTTED_TOC) -> (section-number components or 1, title, the
-         number at the end of the line);
-      3. else a numbered TOC line (NUMBERED_TOC) -> same, the title keeps its number.
+      2. an underlined heading (reStructuredText, markdown setext): a line with a letter,
+         then a line of one repeated UNDERLINE_CHARS character, at least as long ->
+         (the rank of that character among the underlines met so far, title, its page);
+      3. else a dotted TOC line (DOTTED_TOC) -> (section-number components or 1, title, the
+         number at the end of the line), also when the leader and the number are alone on the
+         line after the title (LEADER_ONLY, as PDF text layers often split them);
+      4. else a numbered TOC line (NUMBERED_TOC) -> same, the title keeps its number.
     A TOC title must contain a letter. Levels are at least 1. Lines longer than
     MAX_TOC_LINE characters are never headings or TOC entries. `check()` runs every
     TOC_CHECK_EVERY lines.
     """
-    atx_heading, fence_line, dotted_toc, numbered_toc, _ = _toc_patterns()
-    entries: list[TocEntry] = []
-    fence: str | None = None
+    scan = _TocScan()
     seen = 0
     for page_no, page in enumerate(pages, start=1):
         for line in page.splitlines():
             seen += 1
             if check is not None and seen % TOC_CHECK_EVERY == 0:
                 check()
-            lead = line.lstrip(" ")[:1]
-            fm = fence_line.match(line) if lead in ("`", "~") else None
-            if fence is not None:
-                if fm and fm.group(1)[0] == fence[0] and len(fm.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-                    fence = None
-                continue
-            if fm:
-                fence = fm.group(1)
-                continue
-            if len(line) > MAX_TOC_LINE:
-                continue
-            m = atx_heading.match(line) if lead == "#" else None
+            scan.line(line, page_no)
+    return scan.entries
+
+
+def _is_underline(text: str) -> bool:
+    return len(text) >= 3 and text[0] in UNDERLINE_CHARS and text == text[0] * len(text)
+
+
+class _TocScan:
+    """detect_toc's state: the entries so far, the open code fence, the previous line (a
+    title an underline or a lone leader may belong to) and the underline styles met."""
+
+    def __init__(self) -> None:
+        self.entries: list[TocEntry] = []
+        self.fence: str | None = None
+        self.previous: tuple[str, int] | None = None  # (a possible title, its page)
+        self.underlines: list[str] = []
+
+    def line(self, line: str, page_no: int) -> None:
+        previous, self.previous = self.previous, None
+        atx_heading, fence_line, dotted_toc, numbered_toc, _, leader_only = _toc_patterns()
+        lead = line.lstrip(" ")[:1]
+        fm = fence_line.match(line) if lead in ("`", "~") else None
+        if self.fence is not None:
+            if fm and fm.group(1)[0] == self.fence[0] and len(fm.group(1)) >= len(self.fence) \
+                    and not line.strip().strip(self.fence[0]):
+                self.fence = None
+            return
+        if fm:
+            self.fence = fm.group(1)
+            return
+        if len(line) > MAX_TOC_LINE:
+            return
+        m = atx_heading.match(line) if lead == "#" else None
+        if m:
+            title = m.group(2).strip()
+            if title and not set(title) <= {"#"}:
+                self.entries.append((len(m.group(1)), title, page_no))
+            return
+        mark = line.rstrip()
+        if previous is not None and _is_underline(mark) and len(mark) >= len(previous[0]):
+            style = mark[0]
+            if style not in self.underlines:
+                self.underlines.append(style)
+            self.entries.append((self.underlines.index(style) + 1, previous[0], previous[1]))
+            return
+        if line.rstrip()[-1:].isdigit():
+            m = leader_only.match(line) if previous is not None else None
             if m:
-                title = m.group(2).strip()
-                if title and not set(title) <= {"#"}:
-                    entries.append((len(m.group(1)), title, page_no))
-                continue
-            if not line.rstrip()[-1:].isdigit():
-                continue
+                self.entries.append((_toc_level(previous[0]), previous[0], int(m.group("page"))))
+                return
             m = dotted_toc.match(line) or numbered_toc.match(line)
             if m:
                 title = _BLANKS.sub(" ", m.group("title").strip())
                 if _HAS_LETTER.search(title):
-                    entries.append((_toc_level(title), title, int(m.group("page"))))
-    return entries
+                    self.entries.append((_toc_level(title), title, int(m.group("page"))))
+                return
+        title = _BLANKS.sub(" ", line.strip())
+        if title and not line[:1].isspace() and _HAS_LETTER.search(title):
+            self.previous = (title, page_no)
 
 
 def format_toc(entries: list[TocEntry], max_items: int) -> str:

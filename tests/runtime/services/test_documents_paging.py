@@ -211,3 +211,25 @@ def test_encrypted_and_broken_pdfs(svc, root):
     assert found["skipped"][1]["reason"].startswith("cannot read PDF data/locked.pdf: it is encrypted")
     # name searches never open files
     assert len(svc.dir_search("data", r"\.pdf$", "name", True, False)["files"]) == 2
+
+
+def test_underlined_headings_and_toc_leaders_on_their_own_line_are_found():
+    """Issue 14, item 5: reStructuredText/setext headings (the underline's character gives the
+    level, in order of appearance) and TOC lines whose leader the PDF text layer put on the
+    next line (bzip2's manual)."""
+    from runtime.services.documents import detect_toc
+
+    rst = "Guide\n=====\n\nInstall\n-------\ntext\n---\nUsage\n-------\nFlags\n^^^^^\n\n  indented\n==========\n"
+    assert detect_toc([rst]) == [(1, "Guide", 1), (2, "Install", 1), (2, "Usage", 1), (3, "Flags", 1)]
+    toc = "Contents\n1. Introduction\n....................... 1\n2. How to use bzip2\n. . . . . . . . 2\n2.1 NAME\n...... 3\n"
+    assert detect_toc([toc]) == [(1, "1. Introduction", 1), (1, "2. How to use bzip2", 2), (2, "2.1 NAME", 3)]
+
+
+def test_a_truncated_pdf_with_no_text_left_says_it_is_damaged(svc, root):
+    doc = pymupdf.open()
+    for i in range(3):
+        doc.new_page().insert_text((72, 72), f"page {i} " * 20)
+    data = doc.tobytes()
+    (root / "data" / "cut.pdf").write_bytes(data[: len(data) // 3])
+    with pytest.raises(ScriptError, match=r"^cannot read PDF data/cut.pdf: the file is damaged \(truncated or corrupt\)"):
+        svc.file_read("data/cut.pdf", None)
