@@ -88,17 +88,21 @@ LIMIT_FLAGS = {"memory_mb": "--memory", "max_output": "--max-output", "max_reply
                "broker_memory_mb": "--broker-memory", "pdf_memory_mb": "--pdf-memory", "max_pdf_pages": "--max-pdf-pages"}
 
 
-def check_run_limits(args) -> None:
-    """The run's limits in their ranges (--timeout is checked by its type, seconds())."""
+def check_limits(**fields) -> None:
+    """Limits given on the command line, in their ranges (runtime/limits.py: the table the
+    Python API checks too); --timeout is checked by its type, seconds()."""
     from runtime.errors import RunSetupError
     from runtime.limits import Limits
 
-    limits = Limits(memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
-                    broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages)
     try:
-        limits.check(LIMIT_FLAGS)
+        Limits(**fields).check(LIMIT_FLAGS)
     except RunSetupError as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_run_limits(args) -> None:
+    check_limits(memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
+                 broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages)
 
 
 def promptscript_options(args) -> tuple[dict, float]:
@@ -229,8 +233,7 @@ def command_audit(args) -> int:
     script, source = read_script(args.script)
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root {args.root}: not a directory")
-    if args.memory <= 0 or args.max_output < 0:  # --timeout: checked by its type, seconds()
-        raise UsageError("--memory must be positive, --max-output not negative")
+    check_limits(memory_mb=args.memory, max_output=args.max_output)
     layers = None
     if args.layers is not None:
         layers = frozenset(name.strip() for name in args.layers.split(",") if name.strip())

@@ -185,8 +185,8 @@ class ProjectActions:
     def _over_cap(action: str, shown: str, size: int, cap: int) -> SandboxError:
         return SandboxError(f"{action}: {shown} is {size} bytes; the policy's maxFileBytes is {cap}")
 
-    def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> tuple[bytes, str]:
-        """(bytes read, the path as shown) through the one reader (the mount's suffixes, size
+    def _read_all(self, action: str, sb: Sandbox, path: str, policy: dict, limit: int | None = None) -> bytes:
+        """The bytes of a file, read through the one reader (the mount's suffixes, size
         limit and read approval); `limit` (at most maxFileBytes) reads the start of a file of
         any size, else a file over maxFileBytes is refused."""
         vfs = self._vfs(sb)
@@ -197,7 +197,7 @@ class ProjectActions:
             if st.st_size > cap and not start_only:
                 raise self._over_cap(action, res.vpath, st.st_size, cap)
             data, _st = vfs.read_bytes(res, None if start_only else cap, upto=limit)
-            return data, res.vpath
+            return data
         except OverflowError as exc:  # grew past the cap while it was read
             raise self._over_cap(action, res.vpath, exc.args[0], cap) from None
         except SandboxError as exc:
@@ -247,7 +247,7 @@ class ProjectActions:
         if limit is not None and limit < 0:
             raise ActionArgError("READ_FILE: maxBytes must be a non-negative integer")
         self._no_trailing_slash("READ_FILE", a["path"])
-        data, _shown = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)
+        data = self._read_all("READ_FILE", self.sandbox, a["path"], policy, limit)
         # Cut at maxBytes on a character boundary (an incomplete last character is left out).
         return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False), None
 
@@ -277,7 +277,7 @@ class ProjectActions:
                                  "edits ([{old, new}]) or old+new")
         sb = self.sandbox
         rel = self._check_writable("PATCH_FILE", sb, a["path"], policy)
-        data, _ = self._read_all("PATCH_FILE", sb, rel, policy)
+        data = self._read_all("PATCH_FILE", sb, rel, policy)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:

@@ -3,7 +3,7 @@
 The walk goes through the one VirtualFS (runtime/fs/vfs.py) of the scope's Sandbox: each
 directory opened beneath its mount's descriptor, no symlink followed, the mounts' suffixes
 and read approvals honoured; each file is read through the same reader. Files over the
-policy's maxFileBytes or a mount's size limit, binary files (a NUL in the first 8 KiB) and
+policy's maxFileBytes or a mount's size limit, binary files (documents.is_binary) and
 files that changed since they were listed are skipped; `.git` and `.ps-runs` are not entered.
 """
 
@@ -15,6 +15,7 @@ from runtime.errors import ApprovalDeniedError, LimitError, ScriptError
 from runtime.fs.entries import WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.promptscript.arguments import ActionArgError
+from runtime.services.documents import is_binary
 from runtime.services.globs import glob_matcher
 from wire import protocol
 
@@ -66,7 +67,7 @@ def search(vfs: VirtualFS, args: dict, policy: dict, deadline) -> list[dict]:
             raise
         except (OverflowError, ScriptError):
             continue  # over maxFileBytes or the mount's limit, or changed since it was listed
-        if b"\x00" in data[:8192] or needle not in data:
+        if is_binary(data) or needle not in data:
             continue
         text = data.decode("utf-8", "replace")
         for number, line in enumerate(text.splitlines(), 1):

@@ -106,10 +106,15 @@ class Document:
 
 # ------------------------------------------------------------------------- parsing
 
-def parse_text(vpath: str, data: bytes) -> Document:
+def text_of(vpath: str, data: bytes) -> str:
+    """A text file's text (not a PDF's): decoded, a binary file refused."""
     if is_binary(data):
         raise binary_file(vpath)
-    text = decode_text(data)
+    return decode_text(data)
+
+
+def parse_text(vpath: str, data: bytes) -> Document:
+    text = text_of(vpath, data)
     doc = Document(vpath, "text", [], text)
     doc.pages = paginate(doc.lines)
     return doc

@@ -53,7 +53,7 @@ from runtime.fs.mounts import Location
 from runtime.fs.paths import absolute
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
-from runtime.services.documents import binary_file, decode_text, is_binary, is_pdf_name, parse_pdf
+from runtime.services.documents import is_pdf_name, parse_pdf, text_of
 from runtime.services.pdf import PdfExtractor
 
 
@@ -100,7 +100,7 @@ class FileSystemToolset:
         self.approvals = approvals if approvals is not None else Approvals(approve)
         # Listings walk through a VirtualFS; the toolset has already asked (_gate) by then.
         self._vfs = VirtualFS(sandbox, approve=lambda description: True)
-        self._extractor: PdfExtractor | None = None  # PDFs' text, on the first PDF read
+        self._extractor = PdfExtractor()  # PDFs' text; its process starts on the first PDF read
 
     @property
     def approve(self) -> Callable[[str], bool] | None:
@@ -218,18 +218,12 @@ class FileSystemToolset:
         """A file's text as FilesDSL reads it: a PDF's pages (extracted by the jailed
         extractor, started on the first PDF), a text file decoded; a binary file is refused."""
         if is_pdf_name(shown):
-            if self._extractor is None:
-                self._extractor = PdfExtractor()
             return parse_pdf(shown, data, self._extractor).text
-        if is_binary(data):
-            raise binary_file(shown)
-        return decode_text(data)
+        return text_of(shown, data)
 
     def close(self) -> None:
         """End the PDF extractor, if a PDF was read."""
-        if self._extractor is not None:
-            self._extractor.close()
-            self._extractor = None
+        self._extractor.close()
 
     def write(self, path: str, content: str) -> str:
         """Write a text file; parent directories are created. A symlink there is replaced."""
