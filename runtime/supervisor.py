@@ -26,6 +26,9 @@ from runtime.limits import Limits  # noqa: F401  (callers import it from here to
 from wire import protocol
 
 MEMORY_POLL_SECONDS = 0.05
+# At the deadline the worker is asked (SIGUSR1) to stop and say at which line; past this grace
+# it is killed without that.
+STOP_GRACE_SECONDS = 0.5
 DIAGNOSTICS_BYTES = 16 * 1024
 MAX_ERROR_CHARS = 8 * 1024  # of an error message the worker reports
 # Replies written but not yet read by the worker: past this, the worker is flooding calls.
@@ -90,6 +93,7 @@ class WorkerRun:
         self.diagnostics = bytearray()
         self.first_frame_at: float | None = None
         self.peak_kib: int | None = None
+        self.stop_by: float | None = None  # set at the deadline: the worker's grace to report its line
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -140,14 +144,14 @@ class WorkerRun:
         while self.state is not State.FINISHED and self.open_fds:
             now = time.monotonic()
             if now >= self.deadline:
-                self.stop("timeout", {"kind": "TimeoutError",
-                                      "msg": f"the script did not finish within {self.limits.timeout:g} s"})
-                return
+                self._time_up(now)
+                if self.state is State.FINISHED:
+                    return
             if now >= self.next_memory_check:
                 self._check_memory(now)
                 if self.state is State.FINISHED:
                     return
-            wait_ms = max(0, min(self.deadline - now, MEMORY_POLL_SECONDS)) * 1000
+            wait_ms = max(0, min((self.stop_by or self.deadline) - now, MEMORY_POLL_SECONDS)) * 1000
             for fd, event in self.poller.poll(wait_ms):
                 if fd == self.to_worker:
                     self._writable(event)
@@ -155,6 +159,22 @@ class WorkerRun:
                     self._readable(fd, event)
                 if self.state is State.FINISHED:
                     return
+
+    def _timeout_error(self) -> dict:
+        return {"kind": "TimeoutError", "msg": f"the script did not finish within {self.limits.timeout:g} s"}
+
+    def _time_up(self, now: float) -> None:
+        """The deadline: a running script is asked to stop and report its line (SIGUSR1, which
+        the worker turns into an exception where the script is); killed at once otherwise, or
+        when the grace has passed."""
+        if self.state is State.RUNNING and self.stop_by is None:
+            self.stop_by = now + STOP_GRACE_SECONDS
+            try:
+                os.kill(self.script_pid, signal.SIGUSR1)
+            except OSError:
+                pass
+        elif self.stop_by is None or now >= self.stop_by:
+            self.stop("timeout", self._timeout_error())
 
     def stop(self, status: str, error: dict | None) -> None:
         self.result.status, self.result.error = status, error
@@ -270,7 +290,11 @@ class WorkerRun:
         self.on_output(encoded.decode("utf-8"))
 
     def _end(self, message: dict) -> None:
-        self.result.status, self.result.error = end_outcome(message, self.broker, self.deadline)
+        status, error = end_outcome(message, self.broker, self.deadline)
+        if self.stop_by is not None:  # stopped at the deadline: the worker's word is only its line
+            located = error if status in ("error", "timeout") else {}
+            status, error = "timeout", {**self._timeout_error(), "line": located.get("line"), "col": located.get("col")}
+        self.result.status, self.result.error = status, error
         self.state = State.FINISHED
         self.peak_kib = peak_resident_kib(self.script_pid)
 

@@ -16,12 +16,44 @@ class ScriptFailure(Exception):
         self.message = message
 
 
-class BrokerClient:
-    """Synchronous request/reply over two inherited pipe descriptors."""
+class TimeUp(BaseException):
+    """The run's deadline passed (the supervisor's SIGUSR1): the script stops where it is.
+    BaseException, so no handler of a script's block (retry, timeout) stops it."""
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+
+class BrokerClient:
+    """Synchronous request/reply over two inherited pipe descriptors.
+
+    `on_time_up` is the SIGUSR1 handler the supervisor's deadline sends: it records where the
+    script was (`stopped_at`, `locate(frame)` of the signal's frame, taken at once: the frame
+    moves on as the exception unwinds) and stops it there, except in the middle of writing a
+    frame, which is finished first (the interrupted frame would break the pipe)."""
+
+    def __init__(self, read_fd: int, write_fd: int, locate=lambda frame: (None, None)) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self.locate = locate
+        self.writing = False
+        self.time_up = False
+        self.stopped_at: tuple[int | None, int | None] = (None, None)
+
+    def on_time_up(self, signum, frame) -> None:
+        if self.time_up:
+            return
+        self.time_up, self.stopped_at = True, self.locate(frame)
+        if not self.writing:
+            raise TimeUp()
+
+    def _write(self, frame: bytes) -> None:
+        if self.time_up:
+            raise TimeUp()
+        self.writing = True
+        try:
+            protocol.write_all(self.write_fd, frame)
+        finally:
+            self.writing = False
+        if self.time_up:
+            raise TimeUp()
 
     def receive(self) -> dict:
         return protocol.read_frame(self.read_fd, protocol.MAX_REPLY_BYTES)
@@ -32,7 +64,7 @@ class BrokerClient:
         if size > protocol.MAX_REQUEST_BYTES:  # said to the script, at its line, before the broker sees it
             raise ScriptFailure("LimitError", f"this call sends {size:,} bytes to the broker, over the limit of "
                                               f"{protocol.MAX_REQUEST_BYTES:,} bytes for one request; send less at a time")
-        protocol.write_all(self.write_fd, frame)
+        self._write(frame)
         reply = self.receive()
         if reply.get("t") == "ok":
             return reply.get("v")
@@ -45,10 +77,11 @@ class BrokerClient:
         # huge print meets the broker's output cap instead of its frame limit.
         step = OUTPUT_CHUNK_CHARS
         for start in range(0, max(len(text), 1), step):
-            protocol.write_frame(self.write_fd, {"t": "out", "s": text[start:start + step]})
+            self._write(protocol.encode({"t": "out", "s": text[start:start + step]}))
 
     def end(self, error: dict | None = None) -> None:
         message = {"t": "end", "ok": error is None}
         if error is not None:
             message["error"] = error
+        self.writing = True  # from here on, a late SIGUSR1 changes nothing
         protocol.write_frame(self.write_fd, message)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 
 from RestrictedPython import compile_restricted_exec
 
-from sandbox_worker.client import BrokerClient, ScriptFailure
+from sandbox_worker.client import BrokerClient, ScriptFailure, TimeUp
 from sandbox_worker.hardening import harden
 from wire import protocol
 from wire.layers import missing_layers
@@ -25,16 +26,29 @@ SCRIPT_FILENAME = "<script>"
 LANGUAGE_PACKAGE = "sandbox_worker.lang"
 
 
+def _position(code, lasti: int, lineno: int) -> tuple[int | None, int | None]:
+    start_line, _end_line, start_col, _end_col = list(code.co_positions())[lasti // 2]
+    return start_line or lineno, start_col
+
+
 def script_position(tb) -> tuple[int | None, int | None]:
     """The generated (line, 0-based column) of the innermost script frame of a traceback."""
     line = column = None
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == SCRIPT_FILENAME:
-            start_line, _end_line, start_col, _end_col = list(code.co_positions())[tb.tb_lasti // 2]
-            line, column = start_line or tb.tb_lineno, start_col
+            line, column = _position(code, tb.tb_lasti, tb.tb_lineno)
         tb = tb.tb_next
     return line, column
+
+
+def frame_position(frame) -> tuple[int | None, int | None]:
+    """The generated (line, column) of the innermost script frame of a stack, from its top."""
+    while frame is not None:
+        if frame.f_code.co_filename == SCRIPT_FILENAME:
+            return _position(frame.f_code, frame.f_lasti, frame.f_lineno)
+        frame = frame.f_back
+    return None, None
 
 
 def classify(exc: BaseException, limits: dict, language) -> tuple[str, str]:
@@ -80,6 +94,7 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
         if compiled.errors or compiled.code is None:
             return {"kind": "InternalError", "msg": "code rejected by RestrictedPython: " + "; ".join(compiled.errors)}
         code_object, namespace = compiled.code, language.restricted_globals(client)
+    signal.signal(signal.SIGUSR1, client.on_time_up)
     try:
         exec(code_object, namespace)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
@@ -90,7 +105,7 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
 
 
 def main() -> None:
-    client = BrokerClient(read_fd=0, write_fd=1)
+    client = BrokerClient(read_fd=0, write_fd=1, locate=frame_position)
     start = client.receive()
     if start.get("t") != "start":
         os._exit(3)
@@ -108,15 +123,23 @@ def main() -> None:
         error = {"kind": "SandboxError", "msg": f"isolation strict: layers not in force ({reasons})"}
     try:
         if not (start.get("isolation") == "strict" and missing):
-            error = run(client, start["code"], limits, start.get("mode", "restricted"), lang)
+            try:
+                error = run(client, start["code"], limits, start.get("mode", "restricted"), lang)
+            except TimeUp:  # the signal came as the script ended
+                error = None
+            if client.time_up:  # whatever the script's error became on its way out, it stopped here
+                line, column = client.stopped_at
+                error = {"kind": "TimeoutError", "msg": "the run's time limit passed", "line": line, "col": column}
         client.end(error)
     except (BrokenPipeError, EOFError):
         os._exit(4)
     except MemoryError:
         client.end({"kind": "LimitError", "msg": "memory limit exceeded"})
-    # Stay until the broker has read our peak memory figure and ends the process group.
+    # Stay until the broker has read our peak memory figure and ends the process group (a
+    # reply the script stopped waiting for may still be in the pipe: read past it).
     try:
-        os.read(0, 1)
+        while os.read(0, 1 << 16):
+            pass
     finally:
         os._exit(0)
 

@@ -93,6 +93,7 @@ def test_endless_loop_ends_at_the_timeout_with_124(tmp_path, corpus):
     elapsed = time.monotonic() - started
     assert proc.returncode == 124
     assert "TimeoutError: the script did not finish within 2 s" in proc.stderr
+    assert "at line 4, column 9" in proc.stderr, proc.stderr  # where the script was
     # Within a second of the deadline, counting the interpreter start of this CLI process.
     assert elapsed < 2 + 1 + 0.5, elapsed
 

@@ -214,7 +214,16 @@ def test_timeout_ends_the_run_while_the_broker_works_for_an_action(tmp_path):
     elapsed = time.monotonic() - started
     assert proc.returncode == 124, proc.stderr
     assert "TimeoutError: the script did not finish within 2 s" in proc.stderr
+    assert "at line 1, column" in proc.stderr, proc.stderr
     assert elapsed < 10, elapsed  # not the 20 s of the command
+
+
+def test_a_timeout_names_the_line_of_a_pure_loop(tmp_path):
+    script = tmp_path / "loop.ps"
+    script.write_text('log("start")\ni = 0\nwhile true:\n  i = i + 1\n')
+    proc = fdsl("run", script, "--root", tmp_path, "--timeout", "1", "--max-steps", "1000000000")
+    assert proc.returncode == 124, proc.stderr
+    assert "TimeoutError: the script did not finish within 1 s\n  at line 4, column " in proc.stderr, proc.stderr
 
 
 def test_root_is_read_only_and_project_read_write_for_a_ps_script(tmp_path):

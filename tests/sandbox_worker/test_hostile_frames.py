@@ -83,3 +83,33 @@ def test_the_command_line_survives_hostile_frames(tmp_path):
     assert done.returncode == 1 and "malformed end message" in done.stdout + done.stderr
     assert "x?" in done.stdout
 
+
+
+def test_a_timeout_names_the_generated_line_the_script_was_at(run_worker_code):
+    result, _ = run_worker_code("x = 0\nwhile True:\n    x = x + 1\n", mode="os", timeout=1)
+    assert result.status == "timeout"
+    assert result.error["msg"] == "the script did not finish within 1 s"
+    assert result.error["line"] in (2, 3)
+
+
+def test_a_worker_that_ignores_the_stop_signal_is_killed_after_the_grace(run_worker_code):
+    started = time.monotonic()
+    result, _ = run_worker_code("import signal\nsignal.signal(signal.SIGUSR1, signal.SIG_IGN)\nwhile True:\n    pass\n",
+                                mode="os", timeout=1)
+    assert result.status == "timeout" and result.error.get("line") is None
+    assert time.monotonic() - started < 1 + 0.5 + 1.5
+
+
+def test_a_worker_answering_the_stop_signal_with_success_is_still_a_timeout(run_worker_code):
+    code = ("import signal, time\nfrom wire import protocol\n"
+            "signal.signal(signal.SIGUSR1, lambda *a: protocol.write_frame(1, {'t': 'end', 'ok': True}))\n"
+            "time.sleep(5)\n")
+    result, _ = run_worker_code(code, mode="os", timeout=1)
+    assert result.status == "timeout" and result.error["kind"] == "TimeoutError"
+
+
+def test_a_timeout_while_printing_does_not_break_the_pipe(run_worker_code):
+    # The stop signal lands while output frames are being written: each frame is finished.
+    code = "import time\nwhile True:\n    broker.output('x' * 70_000)\n    time.sleep(0.002)\n"
+    result, _ = run_worker_code(code, mode="os", timeout=1, max_output=10**9)
+    assert result.status == "timeout", result.error
