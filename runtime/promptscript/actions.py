@@ -305,7 +305,8 @@ class ProjectActions:
 
     def search(self, args: dict, policy: dict):
         try:
-            return search(self._vfs(self.sandbox), args, policy, self.deadline), None
+            found = search(self._vfs(self.sandbox), args, policy, self.deadline)
+            return found, found.notice()
         except ApprovalDeniedError as exc:
             raise ApprovalDeniedError(f"SEARCH: {exc}") from None
 

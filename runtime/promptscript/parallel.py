@@ -7,6 +7,7 @@ import time
 from runtime.errors import LimitError, ScriptError
 from runtime.promptscript.deadline import BlockDeadline
 from runtime.promptscript.policy import ActionError
+from runtime.promptscript.search import Found
 from wire import protocol
 
 
@@ -40,14 +41,15 @@ def run_parallel(session, batch: list, max: int, fail_fast: bool):
     def run_one(name, values):
         started = time.monotonic()
         try:
-            value, _printed = session.dispatch(name, values, policy)
-            return True, value, started
+            value, printed = session.dispatch(name, values, policy)
+            return True, (value, printed), started
         except (LimitError, BlockDeadline):
             raise  # a spent budget or the block's deadline stops the whole batch
         except ScriptError as exc:
             return False, exc, started
 
     results: list[dict] = []
+    notices: list[str] = []
     with ThreadPoolExecutor(max_workers=max) as pool:
         for low in range(0, len(parsed), max):
             window = parsed[low: low + max]
@@ -60,9 +62,15 @@ def run_parallel(session, batch: list, max: int, fail_fast: bool):
             for (name, values), future in zip(window, done):
                 ok, value, started = future.result()
                 if ok:
+                    value, printed = value
+                    if printed:
+                        notices.append(printed)
                     session.trace(name, values, "ok", started)
-                    session.log_action(name, values, True, value=value, parallel=True)
-                    results.append({"ok": True, "value": value})
+                    item = {"ok": True, "value": value}
+                    if isinstance(value, Found):
+                        item["search"] = value.info
+                    session.log_action(name, values, True, parallel=True, **{k: v for k, v in item.items() if k != "ok"})
+                    results.append(item)
                 else:
                     session.trace(name, values, f"error: {value}", started)
                     session.log_action(name, values, False, error=str(value), parallel=True)
@@ -72,4 +80,4 @@ def run_parallel(session, batch: list, max: int, fail_fast: bool):
             if failure is not None and fail_fast:
                 index, exc = failure
                 raise type(exc)(f"parallel item {index}: {exc}")
-    return results
+    return {"results": results, "print": "".join(notices) or None}

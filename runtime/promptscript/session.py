@@ -47,6 +47,7 @@ from runtime.promptscript.options import PSOptions
 from runtime.promptscript.parallel import run_parallel
 from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
 from runtime.promptscript.runlog import RunLog, RunLogError, start_fields
+from runtime.promptscript.search import Found
 
 # --halt-on-loop: the same action with the same args, or the same short cycle of them
 # (A,B,A,B,A,B), this many times in a row.
@@ -262,10 +263,13 @@ class PSSession:
         finally:
             self.deadline.block_at = None
         self.trace(name, values, "ok", started)
-        self.log_action(name, values, True, value=value)
-        return {"value": value, "print": printed, "files_changed": self.files_changed}
+        reply = {"value": value, "print": printed, "files_changed": self.files_changed}
+        if isinstance(value, Found):
+            reply["search"] = value.info
+        self.log_action(name, values, True, value=value, **({"search": value.info} if "search" in reply else {}))
+        return reply
 
-    def op_parallel(self, items: list, max: int, fail_fast: bool, deadline_ms: int = 0):
+    def op_parallel(self, items: list, max: int, fail_fast: bool, deadline_ms: int = 0) -> dict:
         self._block_deadline(deadline_ms)
         try:
             return run_parallel(self, items, max, fail_fast)

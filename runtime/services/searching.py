@@ -27,7 +27,7 @@ class Skipped:
         self.count = 0
         self.shown: list[dict] = []
 
-    def add(self, vpath: str, exc: Exception) -> None:
+    def add(self, vpath: str, exc: Exception | str) -> None:
         self.count += 1
         if len(self.shown) < MAX_SKIPPED_SHOWN:
             self.shown.append({"path": vpath, "reason": str(exc)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -93,7 +94,7 @@ def test_endless_loop_ends_at_the_timeout_with_124(tmp_path, corpus):
     elapsed = time.monotonic() - started
     assert proc.returncode == 124
     assert "TimeoutError: the script did not finish within 2 s" in proc.stderr
-    assert "at line 4, column 9" in proc.stderr, proc.stderr  # where the script was
+    assert re.search(r"within 2 s\n  at line [234], column ", proc.stderr), proc.stderr  # in the loops
     # Within a second of the deadline, counting the interpreter start of this CLI process.
     assert elapsed < 2 + 1 + 0.5, elapsed
 

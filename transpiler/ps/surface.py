@@ -12,7 +12,7 @@ BUILTINS: frozenset[str] = frozenset({"log", "len", "range", "apply", "parallel"
 # Read-only variables the runtime keeps up to date (spec: "Guards con variables del runtime").
 # Reading one gives its current value; assigning or modifying one is a compile-time error.
 RUNTIME_VARS: frozenset[str] = frozenset(
-    {"allowed_actions", "allowed_commands", "files_changed", "max_files_changed"}
+    {"allowed_actions", "allowed_commands", "files_changed", "max_files_changed", "last_search"}
 )
 
 # Built-ins of the language that reach a language model: a later release.

@@ -31,10 +31,15 @@ class ScriptBuiltins:
         changed = reply.get("files_changed")
         if type(changed) is int:
             self.rt.files_changed = changed
+        if action == "SEARCH" and type(reply.get("search")) is dict:
+            self.rt.last_search = reply["search"]
+        self._print(reply)
+        return reply.get("value")
+
+    def _print(self, reply: dict) -> None:
         text = reply.get("print")
         if type(text) is str and text:
             self.rt.output(text)
-        return reply.get("value")
 
     @staticmethod
     def _plan(args) -> tuple:
@@ -61,7 +66,11 @@ class ScriptBuiltins:
                                                              lambda value: render(value, top=False))
         except ValueError as exc:
             raise PSError(str(exc)) from None
-        return self.rt.action_call("ps.parallel", items=to_json(items, "parallel"), max=most, fail_fast=fail_fast)
+        reply = self.rt.action_call("ps.parallel", items=to_json(items, "parallel"), max=most, fail_fast=fail_fast)
+        if type(reply) is not dict:
+            return None
+        self._print(reply)
+        return reply.get("results")
 
     def ps_var(self, name):
         policy = self.rt.policy()
@@ -73,6 +82,8 @@ class ScriptBuiltins:
             return self.rt.files_changed
         if name == "max_files_changed":
             return policy.get("maxFilesChanged")
+        if name == "last_search":
+            return None if self.rt.last_search is None else dict(self.rt.last_search)
         raise PSError(f"unknown runtime variable '{name}'")
 
     def guard(self, test, text: str, line: int) -> None:

@@ -48,6 +48,7 @@ class Runtime:
         self.base_policy = base if type(base) is dict else {}
         changed = config.get("files_changed")
         self.files_changed = changed if type(changed) is int else 0
+        self.last_search: dict | None = None  # the last apply SEARCH's {total, truncated, skipped, ...}
         self.started = time.monotonic()
         self.steps = 0
         self.deadlines: list[Deadline] = []

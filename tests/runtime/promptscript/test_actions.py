@@ -175,7 +175,39 @@ def test_search_is_sorted_with_path_line_text(project):
     assert logged(r) == ["README.md:2: TODO: write docs", "src/app.py:2: # TODO: greet",
                          "src/util.py:1: X = 1  # TODO later"]
     r = ps('for h in apply("SEARCH", { query: "TODO", globs: ["src/**/*.py"], maxResults: 1 }):\n  log(h.path)\n', project)
-    assert logged(r) == ["src/app.py"]
+    assert logged(r) == ["SEARCH 'TODO': showing 1 of 2 matching lines (maxResults 1, at most 10000; "
+                         "or narrow the query or globs)", "src/app.py"]
+
+
+def test_a_cut_or_incomplete_search_says_so_visibly_and_in_last_search(project):
+    (project / "src" / "blob.bin").write_bytes(b"TODO\x00\x01")
+    (project / "big.txt").write_text("x" * 600 + "\nTODO\n")
+    script = ('hits = apply("SEARCH", { query: "TODO", maxResults: 2 })\n'
+              'log(len(hits), last_search.total, last_search.truncated, last_search.skipped_count)\n'
+              'for s in last_search.skipped:\n  log(s.path + ": " + s.reason)\n')
+    r = ps(script, project, max_file_bytes=500)
+    lines = logged(r)
+    assert lines[0] == ("SEARCH 'TODO': showing 2 of 3 matching lines (maxResults 2, at most 10000; or narrow the "
+                        "query or globs); skipped 2 files it could not read: big.txt (larger than maxFileBytes 500); "
+                        "src/blob.bin (a binary file)")
+    assert lines[1:] == ["2 3 true 2", "big.txt: larger than maxFileBytes 500", "src/blob.bin: a binary file"]
+    r = ps('hits = apply("SEARCH", { query: "greet" })\nlog(len(hits), last_search.total, last_search.truncated)\n', project)
+    assert logged(r) == ["SEARCH 'greet': skipped 1 file it could not read: src/blob.bin (a binary file)", "1 1 false"]
+
+
+def test_parallel_search_items_say_what_they_left_out(project):
+    script = ('r = parallel([{ action: "SEARCH", args: { query: "TODO", maxResults: 1 } },'
+              ' { action: "SEARCH", args: { query: "greet" } }])\n'
+              'log(r[0].search.total, r[0].search.truncated, r[1].search.truncated, len(r[1].value))\n')
+    assert logged(ps(script, project)) == [
+        "SEARCH 'TODO': showing 1 of 3 matching lines (maxResults 1, at most 10000; or narrow the query or globs)",
+        "3 true false 1"]
+
+
+def test_last_search_is_null_before_any_search_and_read_only(project):
+    assert logged(ps('log(last_search)\n', project)) == ["null"]
+    r = ps('last_search = 1\n', project)
+    assert r.exit_code == 1 and "last_search" in r.error
 
 
 def test_empty_query_lists_files(project):

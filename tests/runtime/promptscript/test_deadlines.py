@@ -44,7 +44,9 @@ def search_events(project) -> list[dict]:
 def test_search_is_stopped_at_the_timeout_blocks_deadline(big_project):
     control = ps('log(len(apply("SEARCH", { query: "NEEDLE", maxResults: 1000 })))\n', big_project)
     assert control.ok, control.error
-    assert control.output == "[ps] 1000\n" and search_events(big_project)[0]["ok"] is True
+    assert control.output == ("[ps] SEARCH 'NEEDLE': showing 1000 of 2000 matching lines (maxResults 1000, at most "
+                              "10000; or narrow the query or globs)\n[ps] 1000\n")
+    assert search_events(big_project)[0]["ok"] is True
     r = ps('timeout 5:\n  apply("SEARCH", { query: "NEEDLE", maxResults: 1000 })\n', big_project)
     assert r.exit_code == 1 and r.error_kind == "RuntimeError"
     assert "timeout: the block at line 1 did not finish within 5 ms" in r.error and r.error_line == 1
