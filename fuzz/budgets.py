@@ -40,6 +40,7 @@ def _reply_calls():
         st.builds(lambda pat, i: ("dir.grep", {"path": "/", "pattern": pat, "glob": None, "ignore_case": i, "max_results": 100}),
                   _patterns, st.booleans()),
         st.builds(lambda r: ("dir.files", {"path": "/", "recursive": r, "offset": 0, "limit": 0}), st.booleans()),
+        st.builds(lambda r, o: ("dir.iter", {"path": "/", "recursive": r, "offset": o}), st.booleans(), _sizes),
         st.builds(lambda g: ("dir.find", {"path": "/", "glob": g}), st.sampled_from(["**", "*", "**/*.txt", "?"])),
         st.builds(lambda pat, s: ("dir.search", {"path": "/", "pattern": pat, "scope": s, "recursive": True,
                                                  "ignore_case": False}), _patterns,

@@ -63,6 +63,14 @@ class ReplyBudget:
             raise exceeded(self.limit, self.what)
         return piece
 
+    def fits(self, piece) -> bool:
+        """Charge `piece` if it fits in what is left; False (nothing charged) if it does not."""
+        size = json_size(piece) + 1
+        if self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
 
 def exceeded(limit: int, what: str) -> LimitError:
     return LimitError(f"reply would exceed {mib(limit)} ({what}); narrow the request (or raise --max-reply-bytes)")

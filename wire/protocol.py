@@ -61,6 +61,7 @@ OPS: dict[str, dict[str, str]] = {
     "ping": {},  # liveness, and the round-trip benchmark
     "dir.open": {"path": STR},
     "dir.files": {"path": STR, "recursive": BOOL, "offset": INT, "limit": INT},
+    "dir.iter": {"path": STR, "recursive": BOOL, "offset": INT},
     "dir.search": {"path": STR, "pattern": STR, "scope": STR, "recursive": BOOL, "ignore_case": BOOL},
     "dir.list": {"path": STR, "offset": INT, "limit": INT},
     "dir.find": {"path": STR, "glob": STR},

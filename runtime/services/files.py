@@ -97,6 +97,9 @@ class FilesService:
         self.deadline = deadline  # a time.monotonic() value, or None
         self.max_entries = max_entries
         self.max_pages_per_read = max_pages_per_read
+        # The last files() listing paged past its first page, so iterating a large directory
+        # (one page per call) walks it once: ((vpath, recursive), sorted files); dropped at its end.
+        self._listing: tuple[tuple, list] | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -209,17 +212,49 @@ class FilesService:
         res, _ = self.vfs.resolve_dir(path)
         return res.vpath
 
+    def _sorted_files(self, res, recursive: bool, offset: int, more: bool) -> list[tuple]:
+        """(vpath, name, stat) of the files, sorted by path. A listing read past its first page
+        is walked once: the last one is kept while `more` pages of it are to come."""
+        key = (res.vpath, recursive)
+        if offset and self._listing is not None and self._listing[0] == key:
+            found = self._listing[1]
+        else:
+            found = []
+            for e, st in self.regular_files(res, recursive):
+                found.append((e.vpath, e.name, st))
+                if len(found) > self.max_entries:
+                    raise self._too_many("files()", res.vpath)
+            found.sort(key=lambda f: f[0])
+        self._listing = (key, found) if more(found) else None
+        return found
+
     def dir_files(self, path: str, recursive: bool, offset: int = 0, limit: int = 0) -> list[dict]:
         """The files, sorted by path; `offset`/`limit` (0: all) pick one page of them."""
         res, _ = self.vfs.resolve_dir(path)
-        found = []
-        for e, st in self.regular_files(res, recursive):
-            found.append((e.vpath, e.name, st))
-            if len(found) > self.max_entries:
-                raise self._too_many("files()", res.vpath)
-        found.sort(key=lambda f: f[0])
+        found = self._sorted_files(res, recursive, offset, lambda found: limit and offset + limit < len(found))
         budget = self.budget(f"files() of {res.vpath}, {len(found):,} files: files(offset=, limit=) pages them")
         return [budget.charge(self._file_info(*f)) for f in page(found, offset, limit)]
+
+    def dir_iter(self, path: str, recursive: bool, offset: int) -> dict:
+        """`for f in dir`, one reply at a time: the files from `offset` that fit in the reply
+        (at most ITER_PAGE), and the offset of the next reply (None at the end)."""
+        if offset < 0:
+            raise ScriptError(f"offset must be 0 or more, not {offset}")
+        res, _ = self.vfs.resolve_dir(path)
+        found = self._sorted_files(res, recursive, offset, lambda found: offset + ITER_PAGE < len(found))
+        budget = self.budget(f"one file of {res.vpath} while iterating it")
+        budget.charge({"files": [], "next": len(found)})
+        out = []
+        for f in found[offset: offset + ITER_PAGE]:
+            info = self._file_info(*f)
+            if not budget.fits(info):
+                if not out:
+                    budget.charge(info)  # not even one file fits: the budget's own error
+                self._listing = ((res.vpath, recursive), found)
+                break
+            out.append(info)
+        end = offset + len(out)
+        return {"files": out, "next": end if end < len(found) else None}
 
     def dir_search(self, path: str, pattern: str, scope: str, recursive: bool, ignore_case: bool) -> dict:
         if scope not in SCOPES:
@@ -389,6 +424,9 @@ def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = MAX_ENTRIES,
     from runtime.services.listing import entry_of
 
     return [entry_of(e) for e in page(FilesService(vfs, max_entries=max_entries).list_entries(path)[1], offset, limit)]
+
+
+ITER_PAGE = 5000  # files in one reply while a directory is iterated
 
 
 def page(items: list, offset: int, limit: int) -> list:

@@ -34,6 +34,19 @@ def test_len_iteration_and_pages_over_25000_files(big):
                                      "[f00001.txt, f00002.txt]"]
 
 
+def test_iteration_streams_past_what_one_reply_can_hold(big):
+    """files() of 25,000 files does not fit a 64 KiB reply; `for f in d` still sees every file
+    once, in order (replies of as many files as fit)."""
+    script = ('d = Directory("/")\nn = 0\nprev = ""\nfor f in d:\n    n += 1\n'
+              '    if f.path <= prev:\n        print("out of order", f.path)\n    prev = f.path\n'
+              'print(n, prev)\n')
+    r = run_script(script, root=str(big), timeout=120, max_reply_bytes=64 * 1024)
+    assert r.ok, r.error
+    assert r.output == f"{FILES} f{FILES - 1:05d}.txt\n"
+    r = run_script('print(len(Directory("/").files()))\n', root=str(big), timeout=120, max_reply_bytes=64 * 1024)
+    assert r.exit_code == 1 and "files(offset=, limit=) pages them" in r.error
+
+
 def test_a_bad_page_is_named(big):
     r = run_script('print(Directory("/").list(limit=0))\n', root=str(big), timeout=60)
     assert r.exit_code == 1 and "list(): limit must be 1 or more (or left out for everything), not 0" in r.error

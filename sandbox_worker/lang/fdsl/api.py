@@ -288,6 +288,15 @@ class DirectoryObject:
     def _files(self, infos) -> list:
         return [FileObject(self._client, info) for info in infos]
 
+    def stream(self):
+        """`for f in dir`: the files a reply at a time, as many as fit in one (dir.iter), so a
+        directory of any size iterates within the reply budget (the broker walks it once)."""
+        offset = 0
+        while offset is not None:
+            reply = self._client.call("dir.iter", path=self._path, recursive=self._recursive, offset=offset)
+            yield from self._files(reply["files"])
+            offset = reply["next"]
+
     def _records(self, kind, rows) -> list:
         return [Record(kind, row) for row in rows]
 

@@ -65,7 +65,7 @@ def guarded_iter(obj):
     if type(obj) in (*LISTS, str):
         return iter(obj)
     if type(obj) is DirectoryObject:
-        return iter(obj.files())
+        return obj.stream()
     raise fail(f"cannot iterate over {type_name(obj)}")
 
 

@@ -45,7 +45,7 @@ def test_every_op_has_a_method_with_the_op_table_arguments(svc):
     import inspect
 
     file_ops = {op: args for op, args in OPS.items() if op.startswith(("dir.", "file."))}
-    assert len(file_ops) == 16
+    assert len(file_ops) == 17
     for op, args in file_ops.items():
         method = getattr(svc, op.replace(".", "_"))
         assert list(inspect.signature(method).parameters) == list(args), op
@@ -285,3 +285,25 @@ def test_bytes_verdict_agrees_with_the_regex(data, literal, ignore_case):
     verdict = pat.bytes_verdict(data)
     if verdict is not None:
         assert verdict == Searcher().text_matches(pat, decode_text(data))
+
+
+def test_iteration_replies_cover_the_listing_once_and_walk_it_once(tmp_path, monkeypatch):
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(300):
+        (root / f"f{i:03}.txt").write_text("")
+    svc = FilesService(VirtualFS([("/", root, False)]), max_reply_bytes=8 * 1024)
+    walks = []
+    original = svc.regular_files
+    monkeypatch.setattr(svc, "regular_files", lambda *a: walks.append(a) or original(*a))
+    seen, offset = [], 0
+    while offset is not None:
+        reply = svc.dir_iter("/", True, offset)
+        assert reply["files"], "every reply makes progress"
+        seen += [f["path"] for f in reply["files"]]
+        offset = reply["next"]
+    assert seen == [f"f{i:03}.txt" for i in range(300)]
+    assert len(walks) == 1  # the later replies reuse the first one's listing
+    assert svc.dir_iter("/", True, 300) == {"files": [], "next": None}
+    with pytest.raises(ScriptError, match="offset must be 0 or more"):
+        svc.dir_iter("/", True, -1)
