@@ -37,6 +37,7 @@ class RunResult:
     error_column: int | None = None
     figures: dict = field(default_factory=dict)
     layers: dict | None = None  # hardening layer -> status, as the worker applied them
+    warnings: list[str] = field(default_factory=list)  # about the run's inputs (a damaged PDF...)
 
     @property
     def ok(self) -> bool:
@@ -200,7 +201,8 @@ def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation
                                                  max_pages=limits.max_pdf_pages, isolation=isolation))
     service = FilesService(VirtualFS(sandbox, approve=approve), store, deadline=deadline,
                            max_reply_bytes=limits.max_reply_bytes)
-    return Handlers(file_handlers(service), close=store.close)
+    return Handlers(file_handlers(service), close=store.close,
+                    finish=lambda result: result.warnings.extend(store.warnings()))
 
 
 def promptscript_run(sandbox, **kwargs) -> Handlers:

@@ -187,7 +187,9 @@ def command_run(args) -> int:
 
 
 def report_run(result, verbose: bool) -> None:
-    """The run's error, and with --verbose its layers and figures, on stderr."""
+    """The run's warnings and error, and with --verbose its layers and figures, on stderr."""
+    for warning in result.warnings:
+        print(f"fdsl: warning: {warning}", file=sys.stderr)
     if result.error:
         print(result.error, file=sys.stderr)
     if verbose:

@@ -77,6 +77,7 @@ class Document:
     pages: list[str]
     text: str
     outline: list[TocEntry] | None = None  # PDF outline (None for text or no outline)
+    damaged: bool = False  # a PDF pymupdf had to repair to open: its text may be incomplete
     _lines: list[str] | None = field(default=None, repr=False)
     _toc: list[TocEntry] | None = field(default=None, repr=False)
     _toc_done: bool = field(default=False, repr=False)
@@ -126,7 +127,7 @@ def parse_pdf(vpath: str, data: bytes, extractor: PdfExtractor, deadline: float 
     if repaired and not any(page.strip() for page in pages):  # a truncated file pymupdf "repaired" into blank pages
         raise UnreadableFile(f"cannot read PDF {vpath}: the file is damaged (truncated or corrupt) and no text "
                              "could be recovered from it")
-    return Document(vpath, "pdf", pages, "\n\n".join(pages), outline or None)
+    return Document(vpath, "pdf", pages, "\n\n".join(pages), outline or None, damaged=repaired)
 
 
 def memory_cost(doc: Document) -> int:
@@ -274,6 +275,9 @@ def format_toc(entries: list[TocEntry], max_items: int) -> str:
 # ------------------------------------------------------------------------- the store
 
 
+MAX_NOTED = 10
+
+
 class DocumentStore:
     """The run's parsed documents, each read and parsed once while unchanged: keyed by its
     real host path and revalidated by (mtime_ns, size).
@@ -294,6 +298,8 @@ class DocumentStore:
         self.used = 0  # bytes of the cached documents (memory_cost)
         self.parse_count = 0
         self.evictions = 0
+        self.damaged: list[str] = []  # the damaged documents parsed (the first MAX_NOTED), for the run's warnings
+        self.damaged_count = 0
 
     def close(self) -> None:
         """End the PDF extractor (if one was started)."""
@@ -308,7 +314,7 @@ class DocumentStore:
             self._cache.move_to_end(real)
             doc = hit[1]
             if doc.vpath != vpath:  # the same file reached by another virtual path
-                doc = Document(vpath, doc.kind, doc.pages, doc.text, doc.outline, doc._lines)
+                doc = Document(vpath, doc.kind, doc.pages, doc.text, doc.outline, doc.damaged, doc._lines)
             return doc
         return None
 
@@ -353,8 +359,25 @@ class DocumentStore:
         else:
             doc = parse_text(vpath, data)
         del data
+        if doc.damaged:
+            self._note_damaged(vpath)
         self._keep(real, (st.st_mtime_ns, st.st_size), doc)
         return doc
+
+    def _note_damaged(self, vpath: str) -> None:
+        if vpath not in self.damaged:
+            self.damaged_count += 1
+            if len(self.damaged) < MAX_NOTED:
+                self.damaged.append(vpath)
+
+    def warnings(self) -> list[str]:
+        """What the run's reader should know about the documents it was given."""
+        if not self.damaged_count:
+            return []
+        more = self.damaged_count - len(self.damaged)
+        names = ", ".join(self.damaged) + (f" and {more} more" if more else "")
+        return [f"damaged PDF{'s' if self.damaged_count != 1 else ''} repaired on opening, whose text may be "
+                f"incomplete: {names}"]
 
     def _keep(self, real: str, key: tuple[int, int], doc: Document) -> None:
         cost = memory_cost(doc)

@@ -233,3 +233,21 @@ def test_a_truncated_pdf_with_no_text_left_says_it_is_damaged(svc, root):
     (root / "data" / "cut.pdf").write_bytes(data[: len(data) // 3])
     with pytest.raises(ScriptError, match=r"^cannot read PDF data/cut.pdf: the file is damaged \(truncated or corrupt\)"):
         svc.file_read("data/cut.pdf", None)
+
+
+def test_a_pdf_repaired_with_part_of_its_text_is_read_and_named_as_damaged(root, tmp_path):
+    """Issue 14, item 5: the text that survived is read, and the run says the file is damaged."""
+    from runtime.api import run_script
+
+    doc = pymupdf.open()
+    for i in range(3):
+        doc.new_page().insert_text((72, 72), f"page {i} " * 5)
+    data = doc.tobytes()
+    (root / "data" / "half.pdf").write_bytes(data[: len(data) // 2])
+    r = run_script('print(File("/data/half.pdf").read(1).strip())\n', root=str(root), timeout=60)
+    assert r.ok, r.error
+    assert r.output.startswith("page 0 page 0")
+    assert r.warnings == ["damaged PDF repaired on opening, whose text may be incomplete: data/half.pdf"]
+    (root / "data" / "a.txt").write_text("fine\n")
+    r = run_script('print(len(File("/data/a.txt").read()) > 0)\n', root=str(root), timeout=60)
+    assert r.ok and r.warnings == []
