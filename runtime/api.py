@@ -70,7 +70,6 @@ def run_script(
     says which were). The limits' defaults and ranges: runtime/limits.py; `options` are the
     language's own (PromptScript: runtime.promptscript.options.PSOptions fields).
     """
-    wall_started = time.monotonic()
     limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
                     max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
                     pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
@@ -78,16 +77,28 @@ def run_script(
         _check_arguments(lang, isolation, options, limits)
     except RunSetupError as exc:
         return _usage(exc, 0.0)
+
+    def sandbox_of():
+        return sandbox if sandbox is not None else _sandbox(root, mounts, lang, options or {})
+
+    return execute(source, lang=lang, filename=filename, limits=limits, isolation=isolation, approve=approve,
+                   options=options, on_output=on_output, sandbox_of=sandbox_of)
+
+
+def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation: str, approve, options,
+            on_output, sandbox_of, shared: dict | None = None, take_worker=None) -> RunResult:
+    """One run of checked arguments: compile, build the handlers over `sandbox_of()`, run the
+    worker (`take_worker()`'s, started ahead, or a new one), locate the failure. `shared`:
+    what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
+    wall_started = time.monotonic()
     emitted = _compile(source, filename, lang, wall_started)
     if isinstance(emitted, RunResult):
         return emitted
     transpiled = time.monotonic()
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limits.timeout
     try:
-        if sandbox is None:
-            sandbox = _sandbox(root, mounts, lang, options or {})
-        handlers = LANGUAGE_RUNS[lang](sandbox, approve=approve, limits=limits, deadline=deadline,
-                                       isolation=isolation, options=dict(options or {}))
+        handlers = LANGUAGE_RUNS[lang](sandbox_of(), approve=approve, limits=limits, deadline=deadline,
+                                       isolation=isolation, options=dict(options or {}), shared=shared)
     except (RunSetupError, SandboxConfigError) as exc:
         return _usage(exc, transpiled - wall_started)
     chunks: list[str] = []
@@ -99,7 +110,7 @@ def run_script(
 
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
-                             lang=lang, isolation=isolation)
+                             lang=lang, isolation=isolation, proc=take_worker() if take_worker else None)
     finally:
         handlers.close()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,
@@ -191,21 +202,30 @@ def file_handlers(service: FilesService) -> dict:
     return handlers
 
 
-def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation: str, options: dict) -> Handlers:
+def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation: str, options: dict,
+                 shared: dict | None = None) -> Handlers:
     """The broker's handlers for a FilesDSL run: its files service over the sandbox, and the
-    document store (with its PDF extractor) closed after the run."""
+    document store (with its PDF extractor): a session's, kept in `shared` for its next runs,
+    or the run's own, closed after it."""
     if options:
         raise RunSetupError(f"option(s) {', '.join(sorted(options))}: FilesDSL has no language options")
-    store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
-                          extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
-                                                 max_pages=limits.max_pdf_pages, isolation=isolation))
+    store = shared.get("store") if shared is not None else None
+    if store is None:
+        store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20,
+                              extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
+                                                     max_pages=limits.max_pdf_pages, isolation=isolation))
+        if shared is not None:
+            shared["store"] = store
+    store.begin_run(deadline)
     service = FilesService(VirtualFS(sandbox, approve=approve), store, deadline=deadline,
                            max_reply_bytes=limits.max_reply_bytes)
-    return Handlers(file_handlers(service), close=store.close,
+    return Handlers(file_handlers(service), close=store.close if shared is None else (lambda: None),
                     finish=lambda result: result.warnings.extend(store.warnings()))
 
 
-def promptscript_run(sandbox, **kwargs) -> Handlers:
+def promptscript_run(sandbox, *, shared: dict | None = None, **kwargs) -> Handlers:
+    """PromptScript keeps nothing between the runs of a session (`shared` is unused): each run
+    has its own policies, budgets and run log."""
     from runtime.promptscript.session import promptscript_run as run
 
     return run(sandbox, **kwargs)

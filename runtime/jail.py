@@ -21,16 +21,16 @@ def package_dir(name: str) -> Path:
     return Path(spec.origin).resolve().parent
 
 
-def jailed_command(entry: str, packages: tuple[str, ...]) -> list[str]:
-    """The command line of a jailed process running `entry`'s main(): isolated mode, no
-    site, and only the import roots of the jailed side and of `packages`."""
+def jailed_command(entry: str, packages: tuple[str, ...], call: str = "main()") -> list[str]:
+    """The command line of a jailed process running `entry`'s `call` (its main()): isolated
+    mode, no site, and only the import roots of the jailed side and of `packages`."""
     ensure_bytecode()
     roots: list[str] = []
     for package in JAILED_PACKAGES + packages:
         root = str(package_dir(package).parent)
         if root not in roots:
             roots.append(root)
-    bootstrap = f"import sys; sys.path[:0] = {roots!r}; from {entry} import main; main()"
+    bootstrap = f"import sys; sys.path[:0] = {roots!r}; from {entry} import main; {call}"
     return [sys.executable, "-I", "-S", "-B", "-c", bootstrap]
 
 

@@ -44,9 +44,18 @@ class WorkerResult:
     layers: dict | None = None  # hardening layer -> status, from the worker's "ready" frame
 
 
-def worker_command() -> list[str]:
-    """The script worker's command line."""
-    return jailed_command("sandbox_worker.main", ("RestrictedPython",))
+def worker_command(preload: bool = False) -> list[str]:
+    """The script worker's command line (`preload`: it imports every language before it waits)."""
+    return jailed_command("sandbox_worker.main", ("RestrictedPython",), "main(preload=True)" if preload else "main()")
+
+
+def start_worker(preload: bool = False) -> subprocess.Popen:
+    """A fresh worker waiting for its start frame: a clean environment, only its three pipes,
+    its own session and process group."""
+    return subprocess.Popen(
+        worker_command(preload), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={}, cwd="/", close_fds=True, start_new_session=True,
+    )
 
 
 def kill_group(pid: int) -> None:
@@ -81,7 +90,7 @@ class WorkerRun:
 
     def __init__(self, code: str, broker: Broker, limits: Limits, deadline: float,
                  on_output: Callable[[str], None], mode: str, lang: str,
-                 layers: frozenset[str] | None, isolation: str) -> None:
+                 layers: frozenset[str] | None, isolation: str, proc: subprocess.Popen | None = None) -> None:
         self.broker, self.limits, self.deadline, self.on_output = broker, limits, deadline, on_output
         self.start_frame = {"t": "start", "code": code, "mode": mode, "lang": lang,
                             "limits": limits.worker_limits(), "isolation": isolation}
@@ -93,6 +102,7 @@ class WorkerRun:
         self.diagnostics = bytearray()
         self.first_frame_at: float | None = None
         self.peak_kib: int | None = None
+        self.proc = proc  # a worker started ahead (a session's pool), or None: start one
         self.stop_by: float | None = None  # set at the deadline: the worker's grace to report its line
 
     # -- the run -------------------------------------------------------------------------------
@@ -123,10 +133,9 @@ class WorkerRun:
         return result
 
     def _spawn(self) -> None:
-        self.proc = proc = subprocess.Popen(
-            worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={}, cwd="/", close_fds=True, start_new_session=True,
-        )
+        if self.proc is None:
+            self.proc = start_worker()
+        proc = self.proc
         self.pid = self.script_pid = proc.pid  # script_pid: the worker's child in a PID namespace
         self.to_worker, self.from_worker, self.diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
         os.set_blocking(self.to_worker, False)
@@ -309,11 +318,13 @@ def run_worker(
     lang: str = "fdsl",
     layers: frozenset[str] | None = None,
     isolation: str = "best",
+    proc: subprocess.Popen | None = None,
 ) -> WorkerResult:
     """Run `code` in a fresh worker. `layers` (trusted callers only: tests, `fdsl audit`)
     applies a subset of the hardening layers; `isolation="strict"` makes the worker refuse to
-    run the script unless every layer is in force."""
-    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation).run()
+    run the script unless every layer is in force. `proc`: a worker started ahead by
+    `start_worker(preload=True)` that has run nothing yet (runtime/session.py)."""
+    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation, proc).run()
 
 
 def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, dict | None]:

@@ -104,7 +104,12 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
     return None
 
 
-def main() -> None:
+def main(preload: bool = False) -> None:
+    """`preload`: a worker started ahead of its script (runtime/session.py's pool) imports every
+    language before it waits, so the script's start costs no import."""
+    if preload:
+        for lang in protocol.LANGUAGES:
+            importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
     client = BrokerClient(read_fd=0, write_fd=1, locate=frame_position)
     start = client.receive()
     if start.get("t") != "start":

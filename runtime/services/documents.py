@@ -301,6 +301,12 @@ class DocumentStore:
         self.damaged: list[str] = []  # the damaged documents parsed (the first MAX_NOTED), for the run's warnings
         self.damaged_count = 0
 
+    def begin_run(self, deadline: float | None) -> None:
+        """A run starts with this store (a session's store serves many): its deadline, and the
+        damaged documents it will be told about counted afresh."""
+        self.deadline = deadline
+        self.damaged, self.damaged_count = [], 0
+
     def close(self) -> None:
         """End the PDF extractor (if one was started)."""
         self.extractor.close()
@@ -313,6 +319,8 @@ class DocumentStore:
         if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size):
             self._cache.move_to_end(real)
             doc = hit[1]
+            if doc.damaged:  # told to each run that reads it, not only the one that parsed it
+                self._note_damaged(vpath)
             if doc.vpath != vpath:  # the same file reached by another virtual path
                 doc = Document(vpath, doc.kind, doc.pages, doc.text, doc.outline, doc.damaged, doc._lines)
             return doc

@@ -1,0 +1,71 @@
+"""The warm path against the cold one, in one run: a Session with pre-started workers against
+run_script (a worker started per script) against a bare `python -c pass`.
+
+    python bench/session.py [--runs N] [--pause MS]
+
+`--pause` leaves that long between runs, so the pool's replacement worker is ready (an agent
+thinks between scripts); 0 measures back-to-back throughput, where on a small machine the
+replacement's start competes with the run. Nothing here is a test; read the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from runtime.api import run_script  # noqa: E402
+from runtime.session import Session  # noqa: E402
+
+ONE_LINE = 'print("hi")\n'
+TWENTY = "".join(f"x{i} = {i} * 2\n" for i in range(19)) + "print(x18)\n"
+
+
+def timed(call, runs: int, pause: float) -> tuple[float, list[dict]]:
+    times, figures = [], []
+    for _ in range(runs):
+        time.sleep(pause)
+        started = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - started)
+        assert result.ok, result.error
+        figures.append(result.figures)
+    return statistics.median(times) * 1000, figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--pause", type=float, default=200, help="milliseconds between runs")
+    args = parser.parse_args()
+    pause = args.pause / 1000
+    root = Path(tempfile.mkdtemp())
+    bare = []
+    for _ in range(args.runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - started)
+    bare_ms = statistics.median(bare) * 1000
+    cold_ms, _ = timed(lambda: run_script(ONE_LINE, root=root, timeout=30), args.runs, pause)
+    with Session(root=root, timeout=30, workers=2) as session:
+        session.run(ONE_LINE)  # the first run pays for what the session keeps
+        warm_ms, figures = timed(lambda: session.run(ONE_LINE), args.runs, pause)
+        twenty_ms, _ = timed(lambda: session.run(TWENTY), args.runs, pause)
+    start_ms = statistics.median(f["worker_start_s"] for f in figures) * 1000
+    print(f"runs {args.runs}, {args.pause:g} ms between runs (medians)")
+    print(f"  python -c pass             {bare_ms:7.2f} ms")
+    print(f"  run_script one line        {cold_ms:7.2f} ms")
+    print(f"  session.run one line       {warm_ms:7.2f} ms   {cold_ms / warm_ms:.1f}x faster than run_script"
+          f"   (target <= 2 ms; of it, the worker's hardening until ready: {start_ms:.2f} ms)")
+    print(f"  session.run 20 statements  {twenty_ms:7.2f} ms   (target <= 5 ms)")
+
+
+if __name__ == "__main__":
+    main()

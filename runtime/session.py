@@ -1,0 +1,148 @@
+"""A warm run context: scripts back to back in milliseconds, each still in a fresh jail.
+
+    from runtime.session import Session
+    with Session(root="examples/docs", timeout=10) as session:
+        for source in scripts:
+            result = session.run(source)        # the RunResult run_script returns
+
+What a Session keeps between runs is the broker's: the Sandbox (policy and mounts, checked
+once), the document store (parsed documents and the PDF extractor) and a pool of workers
+started ahead. What it never keeps is a worker: each run takes a worker that has run nothing
+yet (started before its script arrived, its imports done, waiting for its start frame), hardens
+it with every layer as a one-shot run does, and ends its whole process group after the run. A
+replacement starts as soon as one is taken, so the next run finds it ready.
+
+`run_script` is the one-shot form of the same path (runtime/api.py `execute`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from pathlib import Path
+
+from runtime.api import (
+    LANGUAGE_RUNS,
+    RunResult,
+    _check_arguments,
+    _sandbox,
+    _usage,
+    execute,
+)
+from runtime.budget import DEFAULT_MAX_REPLY_BYTES
+from runtime.errors import RunSetupError, SandboxConfigError
+from runtime.services.documents import DEFAULT_MEMORY_BYTES
+from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
+from runtime.supervisor import Limits, kill_group, reap, start_worker
+
+MAX_POOL = 16
+
+
+class WorkerPool:
+    """Workers started ahead, each used once. `take()` returns one that is still alive (or a
+    new one when none is) and starts its replacement."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.ready: list = []
+        self.closed = False
+        self.refill()
+
+    def refill(self) -> None:
+        with self.lock:
+            while not self.closed and len(self.ready) < self.size:
+                self.ready.append(start_worker(preload=True))
+
+    def take(self):
+        proc = None
+        with self.lock:
+            while self.ready:
+                candidate = self.ready.pop(0)
+                if candidate.poll() is None:
+                    proc = candidate
+                    break
+                _discard(candidate)  # died while waiting (killed from outside): never used
+        self.refill()
+        return proc if proc is not None else start_worker(preload=True)
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            waiting, self.ready = self.ready, []
+        for proc in waiting:
+            _discard(proc)
+
+
+def _discard(proc) -> None:
+    kill_group(proc.pid)
+    reap(proc.pid)
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+class Session:
+    """Runs scripts over one sandbox with warm broker state and pre-started workers.
+
+    The arguments are run_script's (the same defaults and checks; a bad one raises
+    RunSetupError naming it), plus `workers`: how many workers wait ready (0: start each
+    run's worker when it runs, as run_script does). `run(source, lang=, filename=, on_output=)`
+    returns the RunResult of one script. Not for concurrent `run` calls from several threads:
+    use a Session per thread.
+    """
+
+    def __init__(
+        self, *, root: str | Path | None = None, mounts=(), timeout: float = 60.0, memory_mb: int = 256,
+        max_output: int = 1_000_000, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        broker_memory_mb: int = DEFAULT_MEMORY_BYTES >> 20, pdf_memory_mb: int = DEFAULT_PDF_MEMORY_BYTES >> 20,
+        max_pdf_pages: int = DEFAULT_MAX_PDF_PAGES, isolation: str = "best", sandbox=None, approve=None,
+        options: dict | None = None, workers: int = 2,
+    ) -> None:
+        self.limits = Limits(timeout=timeout, memory_mb=memory_mb, max_output=max_output,
+                             max_reply_bytes=max_reply_bytes, broker_memory_mb=broker_memory_mb,
+                             pdf_memory_mb=pdf_memory_mb, max_pdf_pages=max_pdf_pages)
+        if type(workers) is not int or not 0 <= workers <= MAX_POOL:
+            raise RunSetupError(f"workers must be an integer from 0 to {MAX_POOL}, not {workers!r}")
+        _check_arguments("fdsl", isolation, options, self.limits)
+        self.isolation, self.approve, self.options = isolation, approve, dict(options or {})
+        try:  # PromptScript's `project` option mounts its directory read-write, as run_script does
+            self.sandbox = sandbox if sandbox is not None else _sandbox(
+                root, mounts, "ps" if self.options.get("project") is not None else "fdsl", self.options)
+        except SandboxConfigError as exc:
+            raise RunSetupError(str(exc)) from None
+        self.shared: dict = {}
+        self.pool = WorkerPool(workers) if workers else None
+        self.closed = False
+        self._finalizer = weakref.finalize(self, _close, self.pool, self.shared)
+
+    def run(self, source: str, *, lang: str = "fdsl", filename: str = "<script>", on_output=None) -> RunResult:
+        if self.closed:
+            raise RunSetupError("this Session is closed")
+        if lang not in LANGUAGE_RUNS:
+            return _usage(RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}"), 0.0)
+        options = self.options if lang == "ps" else {}
+        return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
+                       approve=self.approve, options=options, on_output=on_output, sandbox_of=lambda: self.sandbox,
+                       shared=self.shared, take_worker=self.pool.take if self.pool is not None else None)
+
+    def close(self) -> None:
+        """End the waiting workers and the document store's PDF extractor."""
+        self.closed = True
+        self._finalizer()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _close(pool: WorkerPool | None, shared: dict) -> None:
+    if pool is not None:
+        pool.close()
+    store = shared.pop("store", None)
+    if store is not None:
+        store.close()

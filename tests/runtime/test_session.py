@@ -1,0 +1,131 @@
+"""The warm Python API (runtime/session.py): the same results as run_script, broker state kept
+between runs, and never a worker reused or left behind."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+
+from runtime.api import EXIT_TIMEOUT, run_script
+from runtime.errors import RunSetupError
+from runtime.session import Session
+
+
+@pytest.fixture
+def docs(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "b.md").write_text("# Title\nalpha again\n")
+    return tmp_path
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+SCRIPTS = [
+    'print(len(Directory("/").files()))\n',
+    'for h in Directory("/").grep("alpha"):\n    print(h.path, h.line)\n',
+    'print(File("/nope.txt").read())\n',
+    'x = 1\nprint(x +)\n',
+]
+
+
+@pytest.mark.parametrize("source", SCRIPTS)
+def test_a_session_run_gives_what_run_script_gives(docs, source):
+    expected = run_script(source, root=str(docs), timeout=30)
+    with Session(root=str(docs), timeout=30) as session:
+        got = session.run(source)
+    assert (got.exit_code, got.output, got.error, got.error_line, got.error_column) == \
+        (expected.exit_code, expected.output, expected.error, expected.error_line, expected.error_column)
+
+
+def test_no_state_crosses_scripts(docs):
+    with Session(root=str(docs), timeout=30, workers=2) as session:
+        assert session.run("secret = 42\nprint(secret)\n").output == "42\n"
+        second = session.run("print(secret)\n")
+        assert second.exit_code == 1 and "secret" in second.error
+
+
+def test_each_run_takes_a_new_worker_and_ends_it(docs):
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        pids = []
+        for _ in range(3):
+            waiting = [p.pid for p in session.pool.ready]
+            assert session.run("print(1)\n").output == "1\n"
+            pids += waiting
+        assert len(set(pids)) == 3 and all(gone(pid) for pid in pids)
+
+
+def test_close_ends_the_waiting_workers(docs):
+    session = Session(root=str(docs), timeout=30, workers=3)
+    waiting = [p.pid for p in session.pool.ready]
+    assert len(waiting) == 3 and not any(gone(pid) for pid in waiting)
+    session.close()
+    assert all(gone(pid) for pid in waiting)
+    with pytest.raises(RunSetupError, match="closed"):
+        session.run("print(1)\n")
+
+
+def test_a_waiting_worker_killed_from_outside_is_replaced(docs):
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        victim = session.pool.ready[0]
+        os.kill(victim.pid, 9)
+        victim.wait()
+        assert session.run("print(2)\n").output == "2\n"
+
+
+def test_a_script_that_does_not_compile_leaves_the_worker_waiting(docs):
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        waiting = session.pool.ready[0].pid
+        assert session.run("print(\n").exit_code == 1
+        assert session.pool.ready[0].pid == waiting
+
+
+def test_limits_hold_in_a_session_and_the_next_run_is_unaffected(docs):
+    with Session(root=str(docs), timeout=1, workers=1) as session:
+        started = time.monotonic()
+        r = session.run("x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n")
+        assert r.exit_code == EXIT_TIMEOUT and time.monotonic() - started < 5
+        assert session.run('print("next")\n').output == "next\n"
+    with Session(root=str(docs), timeout=30, memory_mb=64, workers=1) as session:
+        r = session.run('x = "a" * 100000000\nprint(len(x))\n')
+        assert r.exit_code == 1 and "memory limit" in r.error
+
+
+def test_documents_are_parsed_once_per_session(docs):
+    with Session(root=str(docs), timeout=30) as session:
+        for _ in range(3):
+            assert session.run('print(File("/a.txt").lines(1, 1))\n').ok
+        assert session.shared["store"].parse_count == 1
+
+
+def test_promptscript_runs_in_a_session_over_its_project(tmp_path):
+    with Session(options={"project": tmp_path, "max_steps": 0}, timeout=30, approve=lambda d: True) as session:
+        assert session.run('apply("WRITE_FILE", { path: "n.txt", content: "hi" })\n', lang="ps").ok
+        r = session.run('log(apply("READ_FILE", { path: "n.txt" }))\n', lang="ps")
+        assert r.output == "[ps] hi\n"
+        assert session.run('print(len(Directory("/").files()))\n').output.strip() != ""  # FilesDSL too
+    assert (tmp_path / "n.txt").read_text() == "hi"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"workers": -1}, "workers must be an integer from 0 to 16"),
+    ({"timeout": 0}, "timeout"),
+    ({"isolation": "loose"}, "isolation must be one of"),
+    ({"options": 3}, "options must be a dict"),
+])
+def test_bad_arguments_are_named(docs, kwargs, message):
+    with pytest.raises(RunSetupError, match=message):
+        Session(root=str(docs), **kwargs)
+
+
+def test_an_unknown_language_is_a_usage_error(docs):
+    with Session(root=str(docs), workers=0) as session:
+        r = session.run("print(1)\n", lang="py")
+        assert r.exit_code == 2 and "lang must be one of" in r.error
