@@ -10,8 +10,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runtime.errors import SandboxConfigError
+from runtime.plugins_off import PluginsOff
 
 _POINT_COMPONENT_BAD = re.compile(r"[\x00-\x1f\x7f-\x9f\\]|[\ud800-\udfff]")
+
+
+_plugins = PluginsOff()  # our models need no pydantic plugin (runtime/plugins_off.py)
 
 
 class Mount(BaseModel):
@@ -87,6 +91,9 @@ class SandboxConfig(BaseModel):
         absolute = [(i, os.path.normpath(str(m.host_path))) for i, m in enumerate(self.mounts) if m.host_path.is_absolute()]
         _check_overlaps(absolute)
         return self
+
+
+_plugins.restore()
 
 
 def _check_overlaps(paths: list[tuple[int, str]]) -> None:

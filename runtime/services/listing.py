@@ -25,6 +25,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.fs.entries import OUTSIDE, WalkEntry
+from runtime.plugins_off import PluginsOff
+
+_plugins = PluginsOff()  # our models need no pydantic plugin (runtime/plugins_off.py)
 
 
 class FileSystemEntry(BaseModel):
@@ -59,6 +62,9 @@ class SymbolicLinkEntry(FileSystemEntry):
 
 class OtherEntry(FileSystemEntry):
     """A socket, FIFO, device..."""
+
+
+_plugins.restore()
 
 
 ENTRY_CLASSES = {"file": FileEntry, "directory": DirectoryEntry, "symlink": SymbolicLinkEntry, "other": OtherEntry}

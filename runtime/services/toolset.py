@@ -53,8 +53,11 @@ from runtime.fs.mounts import Location
 from runtime.fs.paths import absolute
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
+from runtime.plugins_off import PluginsOff
 from runtime.services.documents import is_pdf_name, parse_pdf, text_of
 from runtime.services.pdf import PdfExtractor
+
+_plugins = PluginsOff()  # our models need no pydantic plugin (runtime/plugins_off.py)
 
 
 class ReadResult(BaseModel):
@@ -63,6 +66,9 @@ class ReadResult(BaseModel):
     total_chars: int
     offset: int
     chars_read: int
+
+
+_plugins.restore()
 
 
 # tool name (seed) -> method name
