@@ -43,6 +43,14 @@ class RunResult:
     def ok(self) -> bool:
         return self.exit_code == EXIT_OK
 
+    def as_json(self) -> dict:
+        """The result as one JSON object (`fdsl run --json`, `fdsl run-many`): the error as
+        {kind, message (the formatted, located text), line, column} or null."""
+        error = None if self.error is None else {"kind": self.error_kind, "message": self.error,
+                                                 "line": self.error_line, "column": self.error_column}
+        return {"exit_code": self.exit_code, "output": self.output, "error": error, "figures": self.figures,
+                "warnings": self.warnings, "layers": self.layers}
+
 
 @dataclass(frozen=True)
 class MountSpec:

@@ -318,6 +318,10 @@ def run_command(args) -> int:
             return command_doctor(args)
         if args.command == "audit":
             return command_audit(args)
+        if args.command == "run-many":
+            from runtime.manycmd import command_run_many
+
+            return command_run_many(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

@@ -149,8 +149,28 @@ def add_other_commands(commands) -> None:
     ls.add_argument("--offset", type=int, default=0, metavar="N", help="skip the first N entries (paging a large directory)")
     ls.add_argument("--limit", type=int, default=0, metavar="N", help="print at most N entries (default 0: all)")
     add_sandbox_options(ls)
+    add_run_many(commands)
     find = commands.add_parser("find", help="find entries under a directory of the sandbox by glob")
     find.add_argument("path", help="virtual directory")
     find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
     find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
     add_sandbox_options(find)
+
+
+def add_run_many(commands) -> None:
+    many = commands.add_parser("run-many", help="run many scripts, each in its own jailed worker; results as JSON lines",
+                               description="Run many scripts on a local pool of brokers, each script in a fresh jailed "
+                                           "worker; print one JSON object per script as it finishes (docs/scale.md).")
+    many.add_argument("scripts", nargs="*", help="scripts (.fdsl or .ps)")
+    many.add_argument("--from", dest="from_file", default=None, metavar="FILE.jsonl",
+                      help='jobs, one JSON object per line: {"script": PATH} or {"source": TEXT, "lang": "fdsl"}, '
+                           "with optional id, root, mounts, project, timeout, memory_mb, max_output, ...")
+    many.add_argument("--root", default=None, help="directory mounted read-only at / (default for every job: .)")
+    many.add_argument("--mount", action="append", default=[], metavar="HOST:/point[:ro|rw]", help="add a mount to every job")
+    many.add_argument("--project", default=None, metavar="DIR", help="PromptScript jobs: the project, read-write at /")
+    many.add_argument("--timeout", type=seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
+                      help=f"each script's wall-clock limit (default {DEFAULT_TIMEOUT_S:g})")
+    many.add_argument("--memory", type=int, default=256, metavar="MB", help="each worker's memory limit in MiB (default 256)")
+    many.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="each script's output cap")
+    many.add_argument("--jobs", type=int, default=0, metavar="N", help="scripts at once (default: the machine's cores)")
+    many.add_argument("--yes", action="store_true", help="pre-approve every operation that needs approval")

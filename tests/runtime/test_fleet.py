@@ -1,0 +1,138 @@
+"""Many scripts on a local pool (runtime/fleet.py, `fdsl run-many`): every job gives exactly one
+result, each in its own worker, and a broker process that dies loses no result silently."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from runtime.errors import RunSetupError
+from runtime.fleet import Job, jobs_from_jsonl, run_many
+from tests.support import REPO
+
+LONG = "x = 0\nfor i in [1:1000000]:\n    for j in [1:4]:\n        x += 1\nprint(x)\n"  # a few seconds
+
+
+def job(index: int, source: str, root, **limits) -> Job:
+    return Job(index, f"<job {index}>", source, "fdsl", root=str(root), limits={"timeout": 60, **limits})
+
+
+def test_every_job_gives_one_result(tmp_path):
+    (tmp_path / "a.txt").write_text("hello\n")
+    jobs = [job(i, f'print({i} * 3)\n', tmp_path) for i in range(5)]
+    jobs.append(job(5, 'print(File("/a.txt").read().strip())\n', tmp_path))
+    jobs.append(job(6, "print(1 +)\n", tmp_path))
+    jobs.append(job(7, "x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n", tmp_path, timeout=1))
+    seen = []
+    results = {r["index"]: r for r in run_many(jobs, workers=2, on_progress=lambda done, total: seen.append((done, total)))}
+    assert sorted(results) == list(range(8))
+    assert [results[i]["output"] for i in range(5)] == [f"{i * 3}\n" for i in range(5)]
+    assert results[5]["output"] == "hello\n"
+    assert results[6]["exit_code"] == 1 and results[6]["error"]["kind"] == "SyntaxError"
+    assert results[6]["error"]["line"] == 1
+    assert results[7]["exit_code"] == 124 and results[7]["error"]["kind"] == "TimeoutError"
+    assert all(r["attempts"] == 1 for r in results.values())
+    assert seen == [(n, 8) for n in range(1, 9)]
+
+
+def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
+    """Kill the pool process (the broker) whose worker is running a script, up to `most` times."""
+    me = psutil.Process()
+    while not stop.is_set() and len(kills) < most:
+        for proc in me.children(recursive=True):
+            try:
+                if "sandbox_worker.main" not in " ".join(proc.cmdline()) or proc.pid in kills:
+                    continue
+                broker = proc.parent()
+                if broker is not None and broker.pid != me.pid and broker.children() == [proc]:
+                    kills.append(proc.pid)
+                    time.sleep(0.3)  # the script is running
+                    broker.kill()
+                    break
+            except psutil.Error:
+                continue
+        time.sleep(0.05)
+
+
+def test_a_broker_process_that_dies_is_replaced_and_its_job_run_again(tmp_path):
+    stop, kills = threading.Event(), []
+    killer = threading.Thread(target=_kill_brokers, args=(stop, kills, 1))
+    killer.start()
+    try:
+        (result,) = list(run_many([job(0, LONG, tmp_path)], workers=1))
+    finally:
+        stop.set()
+        killer.join()
+    assert len(kills) == 1
+    assert result["exit_code"] == 0 and result["output"] == "4000000\n" and result["attempts"] == 2
+
+
+def test_a_job_whose_broker_dies_twice_is_reported_not_dropped(tmp_path):
+    stop, kills = threading.Event(), []
+    killer = threading.Thread(target=_kill_brokers, args=(stop, kills, 2))
+    killer.start()
+    try:
+        results = list(run_many([job(0, LONG, tmp_path), job(1, "print(1)\n", tmp_path)], workers=1))
+    finally:
+        stop.set()
+        killer.join()
+    assert len(kills) == 2
+    by_index = {r["index"]: r for r in results}
+    assert by_index[0]["exit_code"] is None and by_index[0]["error"]["kind"] == "InternalError"
+    assert "died 2 times" in by_index[0]["error"]["message"] and by_index[0]["attempts"] == 2
+    assert by_index[1]["output"] == "1\n"
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"source": "print(1)", "colour": 1}', "line 1: unknown key(s) colour"),
+    ('{"source": "print(1)", "script": "a.fdsl"}', "line 1: give exactly one of"),
+    ('{"source": 3}', "line 1: \"source\" must be text"),
+    ('[1]', "line 1: expected an object"),
+    ('{"source": ', "line 1: not JSON"),
+    ('{"script": "missing.fdsl"}', "line 1: no such script: missing.fdsl"),
+])
+def test_a_bad_job_line_is_named(tmp_path, line, message):
+    path = tmp_path / "jobs.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(RunSetupError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        jobs_from_jsonl(str(path), {})
+
+
+def fdsl(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+
+def test_fdsl_run_many_prints_json_lines_and_a_summary(tmp_path):
+    (tmp_path / "a.fdsl").write_text("print(6 * 7)\n")
+    (tmp_path / "bad.fdsl").write_text("print(\n")
+    (tmp_path / "jobs.jsonl").write_text('{"source": "log(\\"ps\\")", "lang": "ps", "id": "p"}\n\n'
+                                         '{"script": "a.fdsl", "id": 7}\n')
+    proc = fdsl("run-many", "a.fdsl", "bad.fdsl", "--from", "jobs.jsonl", "--root", ".", "--jobs", "2", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    results = sorted((json.loads(line) for line in proc.stdout.splitlines()), key=lambda r: r["index"])
+    assert [(r["script"], r["id"], r["exit_code"], r["output"]) for r in results] == [
+        ("a.fdsl", None, 0, "42\n"), ("bad.fdsl", None, 1, ""), ("<source 1>", "p", 0, "[ps] ps\n"),
+        ("a.fdsl", 7, 0, "42\n")]
+    assert "run-many: 4 scripts, 3 ok, 1 failed" in proc.stderr
+    ok = fdsl("run-many", "a.fdsl", "--root", ".", cwd=tmp_path)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["output"] == "42\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "give scripts, or --from FILE.jsonl"),
+    (["a.txt"], "cannot tell its language"),
+    (["--from", "nope.jsonl"], "--from nope.jsonl: cannot read it"),
+    (["a.fdsl", "--jobs", "-1"], "--jobs cannot be negative"),
+])
+def test_run_many_usage_errors_exit_2(tmp_path, args, message):
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "a.fdsl").write_text("print(1)\n")
+    proc = fdsl("run-many", *args, cwd=tmp_path)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
