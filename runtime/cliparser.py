@@ -174,3 +174,8 @@ def add_run_many(commands) -> None:
     many.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="each script's output cap")
     many.add_argument("--jobs", type=int, default=0, metavar="N", help="scripts at once (default: the machine's cores)")
     many.add_argument("--yes", action="store_true", help="pre-approve every operation that needs approval")
+    many.add_argument("--backend", choices=("local", "ray"), default="local",
+                      help="local: a pool of broker processes on this machine (default); ray: tasks on a Ray cluster "
+                           "(pip install 'filesdsl[ray]')")
+    many.add_argument("--address", default=None, metavar="ray://HOST:PORT|auto",
+                      help="--backend ray: the cluster (default: a local Ray started for this command)")

@@ -204,3 +204,56 @@ def run_many(jobs: list[Job], workers: int | None = None, approve_all: bool = Fa
                     if on_progress is not None:
                         on_progress(done, len(jobs))
                     yield result
+
+
+# ---- Ray: the same jobs on a cluster ---------------------------------------------------------
+
+# Failures of the machinery, not of the script: the task is run again (once), then reported.
+RAY_SYSTEM_ERRORS = ("WorkerCrashedError", "NodeDiedError", "ActorDiedError", "OutOfMemoryError",
+                     "ObjectLostError", "OwnerDiedError", "LocalRayletDiedError", "TaskUnschedulableError")
+
+
+def run_many_ray(jobs: list[Job], address: str | None = None, workers: int | None = None, approve_all: bool = False,
+                 on_progress: Callable[[int, int], None] | None = None) -> Iterator[dict]:
+    """run_many on Ray: each job a task (run_job on whichever node runs it: its jailed worker
+    starts there), at most `workers` in flight (default: the cluster's CPUs). `address`: a
+    `ray://host:port` client address, "auto" for the cluster this machine belongs to, or None
+    for a local Ray started here. Ray's own retries are off: a task whose process or node died
+    is run again once by us, then reported, as on the local pool."""
+    try:
+        import ray
+    except ImportError:
+        raise RunSetupError("--backend ray needs Ray: pip install 'filesdsl[ray]'") from None
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise RunSetupError(f"cannot reach the Ray cluster {address or '(local)'}: {str(exc)[:300]}") from None
+    workers = max(1, workers or int(ray.cluster_resources().get("CPU", 1)))
+    return _ray_results(ray, jobs, workers, approve_all, on_progress)
+
+
+def _ray_results(ray, jobs: list[Job], workers: int, approve_all: bool, on_progress) -> Iterator[dict]:
+    task = ray.remote(max_retries=0, retry_exceptions=False)(run_job)
+    attempts = {job.index: 0 for job in jobs}
+    queue, running, done = list(reversed(jobs)), {}, 0
+    while queue or running:
+        while queue and len(running) < workers:
+            job = queue.pop()
+            attempts[job.index] += 1
+            running[task.remote(job, approve_all)] = job
+        finished, _ = ray.wait(list(running), num_returns=1)
+        job = running.pop(finished[0])
+        try:
+            result = ray.get(finished[0])
+        except ray.exceptions.RayError as exc:
+            if type(exc).__name__ in RAY_SYSTEM_ERRORS and attempts[job.index] < MAX_ATTEMPTS:
+                queue.append(job)
+                continue
+            result = _failed(job, "InternalError", f"Ray could not run this script ({type(exc).__name__}, "
+                                                   f"{attempts[job.index]} attempt(s)): {str(exc)[:300]}")
+        result["attempts"] = attempts[job.index]
+        done += 1
+        if on_progress is not None:
+            on_progress(done, len(jobs))
+        yield result

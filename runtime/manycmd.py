@@ -17,12 +17,14 @@ from runtime.errors import RunSetupError
 
 def command_run_many(args) -> int:
     from runtime.cli import check_limits
-    from runtime.fleet import job_from_script, jobs_from_jsonl, run_many
+    from runtime.fleet import job_from_script, jobs_from_jsonl, run_many, run_many_ray
 
     if not args.scripts and args.from_file is None:
         raise UsageError("run-many: give scripts, or --from FILE.jsonl")
     if args.jobs < 0:
         raise UsageError("--jobs cannot be negative")
+    if args.address is not None and args.backend != "ray":
+        raise UsageError("--address is for --backend ray")
     check_limits(memory_mb=args.memory, max_output=args.max_output)
     defaults = {"root": args.root, "mounts": args.mount, "project": args.project, "timeout": args.timeout,
                 "memory_mb": args.memory, "max_output": args.max_output}
@@ -35,7 +37,15 @@ def command_run_many(args) -> int:
     progress = Progress(sys.stderr)
     failed = 0
     started = time.monotonic()
-    for result in run_many(jobs, workers=args.jobs or None, approve_all=args.yes, on_progress=progress.update):
+    try:
+        if args.backend == "ray":
+            results = run_many_ray(jobs, address=args.address, workers=args.jobs or None, approve_all=args.yes,
+                                   on_progress=progress.update)
+        else:
+            results = run_many(jobs, workers=args.jobs or None, approve_all=args.yes, on_progress=progress.update)
+    except RunSetupError as exc:  # Ray missing or its cluster unreachable: nothing ran
+        raise UsageError(str(exc)) from None
+    for result in results:
         failed += result["exit_code"] != 0
         sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
         sys.stdout.flush()

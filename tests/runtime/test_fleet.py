@@ -42,7 +42,8 @@ def test_every_job_gives_one_result(tmp_path):
 
 
 def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
-    """Kill the pool process (the broker) whose worker is running a script, up to `most` times."""
+    """Kill the process (a pool's broker, a Ray worker: our descendants only) whose worker is
+    running a script, up to `most` times."""
     me = psutil.Process()
     while not stop.is_set() and len(kills) < most:
         for proc in me.children(recursive=True):
