@@ -33,7 +33,7 @@ from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
-from runtime.supervisor import Limits, kill_group, reap, start_worker
+from runtime.supervisor import Limits, _collect, kill_group, start_worker
 
 MAX_POOL = 16
 
@@ -76,12 +76,7 @@ class WorkerPool:
 
 def _discard(proc) -> None:
     kill_group(proc.pid)
-    reap(proc.pid)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        try:
-            stream.close()
-        except OSError:
-            pass
+    _collect(proc)
 
 
 class Session:

@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -113,13 +114,16 @@ class WorkerRun:
         try:
             self._serve()
         finally:
-            wait_status = reap(self.pid)
-            self.proc.returncode = wait_status
-            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            if self.state is State.FINISHED:
+                # Killed now; its exit status is not needed, so collecting it (the kernel's
+                # teardown of the process, a few ms) is left to a thread, off the run's path.
+                kill_group(self.pid)
+                self.proc.returncode = -signal.SIGKILL
+                threading.Thread(target=_collect, args=(self.proc,), daemon=True).start()
+            else:
+                wait_status = reap(self.pid)
+                self.proc.returncode = wait_status
+                _close_pipes(self.proc)
         result = self.result
         if self.state is not State.FINISHED:  # the pipes closed first: the worker died
             result.error = crash_error(wait_status, bytes(self.diagnostics))
@@ -382,6 +386,20 @@ def peak_resident_kib(pid: int) -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _close_pipes(proc: subprocess.Popen) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _collect(proc: subprocess.Popen) -> None:
+    """Reap a worker whose group was killed, then close its pipes."""
+    reap(proc.pid)
+    _close_pipes(proc)
 
 
 def reap(pid: int) -> int:

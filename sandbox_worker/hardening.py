@@ -23,6 +23,10 @@ as missing with the reason, and the others still apply):
   rlimits       no core, no file writes (FSIZE 0), no descriptor beyond the three pipes,
                 no new process, CPU seconds, address space.
 
+A worker started ahead of its script (runtime/session.py) applies the same layers in two
+steps: all but rlimits before it waits (sandbox_worker/main.py harden_ahead: enter_namespaces,
+imports, lock_down), rlimits when its start frame brings the run's limits (apply_limits).
+
 `harden(limits, layers)` returns {layer: status}, status "active", "not needed: ...",
 "off" (left out by the trusted side for a test or an audit) or "missing: <reason>". The
 worker sends it to the broker in its first frame, {"t": "ready", "layers": {...}}, before it
@@ -100,7 +104,10 @@ def apply_namespaces(wanted: set[str]) -> dict[str, str]:
     return report
 
 
-def fork_pid_namespace(cpu_seconds: int) -> None:
+_cpu_pipe: int | None = None  # a worker hardened ahead tells its PID namespace's parent the CPU limit here
+
+
+def fork_pid_namespace(cpu_seconds: int | None) -> None:
     """After unshare(CLONE_NEWPID) the caller stays outside; its first child is the namespace's
     pid 1. So the worker forks once: the child goes on to run the script, seeing no process
     but itself; the parent only waits for it and ends the same way (exit status, or the same
@@ -108,10 +115,20 @@ def fork_pid_namespace(cpu_seconds: int) -> None:
 
     A pid 1 ignores every signal it has no handler for, the kernel's SIGXCPU at the CPU limit
     included: it then meets the hard limit's SIGKILL. The parent tells that death apart by the
-    child's CPU time and ends with SIGXCPU, as a worker outside a PID namespace would."""
+    child's CPU time and ends with SIGXCPU, as a worker outside a PID namespace would.
+    `cpu_seconds` None: a worker hardened before its script arrives does not know the limit
+    yet; the child writes it to a pipe when it does (apply_limits), read after its death."""
+    global _cpu_pipe
+    told = None
+    if cpu_seconds is None:
+        told, _cpu_pipe = os.pipe()
     child = os.fork()
     if child == 0:
+        if told is not None:
+            os.close(told)
         return
+    if told is not None:
+        os.close(_cpu_pipe)
     for fd in (0, 1):  # the child alone holds the pipes: the broker's EOF is the child's
         os.close(fd)
     while True:
@@ -120,11 +137,14 @@ def fork_pid_namespace(cpu_seconds: int) -> None:
             break
         except InterruptedError:
             continue
+    if told is not None:
+        data = os.read(told, 4)
+        cpu_seconds = struct.unpack("<I", data)[0] if len(data) == 4 else None
     if os.WIFSIGNALED(status):
         import signal
 
         sig = os.WTERMSIG(status)
-        if sig == signal.SIGKILL and usage.ru_utime + usage.ru_stime >= cpu_seconds:
+        if sig == signal.SIGKILL and cpu_seconds is not None and usage.ru_utime + usage.ru_stime >= cpu_seconds:
             sig = signal.SIGXCPU
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
@@ -208,17 +228,31 @@ def apply_rlimits(limits: dict) -> str:
     return "active"
 
 
-def enter_namespaces(limits: dict, layers=None) -> dict:
+def apply_limits(limits: dict) -> str:
+    """The run's own limits (rlimits), the last layer: for a worker hardened ahead, applied when
+    its start frame brings them, after telling its PID namespace's parent the CPU limit."""
+    global _cpu_pipe
+    if _cpu_pipe is not None:
+        try:
+            os.write(_cpu_pipe, struct.pack("<I", int(limits["cpu_seconds"])))
+        finally:
+            os.close(_cpu_pipe)
+            _cpu_pipe = None
+    return apply_rlimits(limits)
+
+
+def enter_namespaces(limits: dict | None, layers=None) -> dict:
     """The first part of harden(): close every descriptor but the pipes, enter the new
     namespaces and, with a PID namespace, fork (the caller goes on as the namespace's pid 1).
-    A worker calls it before its heavier imports, so that the fork copies a small process."""
+    A worker started ahead calls it before its heavier imports, so that the fork copies a
+    small process (`limits` None: they come later, apply_limits)."""
     wanted = set(LAYERS if layers is None else layers)
     report = {name: "off" for name in LAYERS}
     os.closerange(3, 1 << 16)
     # Before the uid drop: as root the namespaces need no user namespace.
     report.update(apply_namespaces(wanted))
     if report["pidns"] == "active":
-        fork_pid_namespace(int(limits["cpu_seconds"]))  # from here on, this is the namespace's pid 1
+        fork_pid_namespace(None if limits is None else int(limits["cpu_seconds"]))  # now the namespace's pid 1
     return report
 
 
@@ -229,8 +263,17 @@ def harden(limits: dict, layers=None, entered: dict | None = None) -> dict:
     Returns {layer: status} for every layer in LAYERS. Only the trusted side chooses a subset
     (tests and `fdsl audit --layers`); a script never can, it runs after this.
     """
+    report = lock_down(enter_namespaces(limits, layers) if entered is None else entered, layers)
+    if "rlimits" in set(LAYERS if layers is None else layers):
+        report["rlimits"] = apply_limits(limits)
+    return report
+
+
+def lock_down(entered: dict, layers=None) -> dict:
+    """The layers after the namespaces and before the run's limits: uid, no_new_privs, Landlock,
+    seccomp. A worker started ahead applies them before it waits for its script."""
     wanted = set(LAYERS if layers is None else layers)
-    report = dict(entered) if entered is not None else enter_namespaces(limits, layers)
+    report = dict(entered)
     if "uid" in wanted:
         report["uid"] = apply_uid()
     # no_new_privs is a precondition of Landlock and seccomp for an unprivileged process.
@@ -241,6 +284,4 @@ def harden(limits: dict, layers=None, entered: dict | None = None) -> dict:
         report["landlock"] = apply_landlock()  # needs a descriptor: before RLIMIT_NOFILE
     if "seccomp" in wanted:
         report["seccomp"] = apply_seccomp(_libc)
-    if "rlimits" in wanted:
-        report["rlimits"] = apply_rlimits(limits)
     return report

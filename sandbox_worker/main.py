@@ -15,7 +15,7 @@ import signal
 from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker.client import BrokerClient, ScriptFailure, TimeUp
-from sandbox_worker.hardening import harden
+from sandbox_worker.hardening import apply_limits, enter_namespaces, harden, lock_down
 from wire import protocol
 from wire.layers import missing_layers
 
@@ -104,12 +104,20 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
     return None
 
 
+def harden_ahead() -> dict:
+    """A worker started ahead of its script (runtime/session.py's pool): every layer but the
+    run's limits, before it waits. The namespaces (and the PID namespace's fork) come before the
+    languages are imported, so the fork copies a small process; Landlock after, as it ends file
+    access. apply_limits() adds the rlimits when the start frame brings them."""
+    entered = enter_namespaces(None)
+    for lang in protocol.LANGUAGES:
+        importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
+    return lock_down(entered)
+
+
 def main(preload: bool = False) -> None:
-    """`preload`: a worker started ahead of its script (runtime/session.py's pool) imports every
-    language before it waits, so the script's start costs no import."""
-    if preload:
-        for lang in protocol.LANGUAGES:
-            importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
+    """`preload`: this worker is started ahead of its script and hardened before it waits."""
+    ahead = harden_ahead() if preload else None
     client = BrokerClient(read_fd=0, write_fd=1, locate=frame_position)
     start = client.receive()
     if start.get("t") != "start":
@@ -118,8 +126,13 @@ def main(preload: bool = False) -> None:
     lang = start.get("lang", "fdsl")
     if lang not in protocol.LANGUAGES:
         os._exit(3)
-    importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
-    layers = harden(limits, start.get("layers"))
+    if ahead is not None:
+        if start.get("layers") is not None:  # hardened with every layer already: a subset is a broker bug
+            os._exit(3)
+        layers = {**ahead, "rlimits": apply_limits(limits)}
+    else:
+        importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
+        layers = harden(limits, start.get("layers"))
     # The first frame, written before any script code runs: the layers actually in force.
     protocol.write_frame(client.write_fd, {"t": "ready", "layers": layers})
     missing = missing_layers(layers)

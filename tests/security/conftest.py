@@ -9,17 +9,29 @@ import time
 import pytest
 
 from runtime.broker import Broker
-from runtime.supervisor import Limits, run_worker
+from runtime.supervisor import Limits, run_worker, start_worker
+from wire.layers import LAYERS
+
+
+class Ahead(frozenset):
+    """Every layer, applied by a worker started and hardened before its script arrives (a
+    Session's pool, runtime/session.py): the attacks must fail there exactly as in a one-shot
+    worker with every layer."""
+
+
+AHEAD = Ahead(LAYERS)
 
 
 def run_os(code: str, layers, timeout: float = 10.0, memory_mb: int = 256, limits: Limits | None = None):
     """Run `code` as plain Python (`--mode os`) in a worker with only `layers` applied (None:
-    all). Returns (WorkerResult, everything it printed)."""
+    all; AHEAD: all, in a worker hardened ahead). Returns (WorkerResult, everything it printed)."""
     output: list[str] = []
     limits = limits or Limits(timeout=timeout, memory_mb=memory_mb, max_output=100_000)
+    ahead = isinstance(layers, Ahead)
+    proc = start_worker(preload=True) if ahead else None
     deadline = time.monotonic() + limits.timeout
     result = run_worker(code, Broker({"ping": lambda: None}), limits, deadline, output.append, mode="os",
-                        layers=None if layers is None else frozenset(layers))
+                        layers=None if layers is None or ahead else frozenset(layers), proc=proc)
     return result, "".join(output)
 
 

@@ -42,7 +42,7 @@ def unprivileged_worker(monkeypatch):
         f"os.setgroups([]); os.setresgid({NOBODY}, {NOBODY}, {NOBODY}); os.setresuid({NOBODY}, {NOBODY}, {NOBODY}); main()"
     )
     wrapped = command[:-1] + [command[-1][: -len(tail)] + drop]
-    monkeypatch.setattr(supervisor, "worker_command", lambda: wrapped)
+    monkeypatch.setattr(supervisor, "worker_command", lambda preload=False: wrapped)
     return NOBODY
 
 
