@@ -33,6 +33,7 @@ class RunResult:
     output: str
     error: str | None = None
     error_kind: str | None = None
+    error_message: str | None = None  # the error's message alone (`error` adds the kind and the place)
     error_line: int | None = None
     error_column: int | None = None
     figures: dict = field(default_factory=dict)
@@ -122,7 +123,7 @@ def _check_arguments(lang, isolation, options, limits: Limits) -> None:
 
 def _usage(exc: Exception, transpile_s: float) -> RunResult:
     return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
-                     figures={"transpile_s": transpile_s})
+                     error_message=str(exc), figures={"transpile_s": transpile_s})
 
 
 def _figures(outcome, transpile_s: float, wall_started: float) -> dict:
@@ -158,6 +159,7 @@ def _compile(source: str, filename: str, lang: str, started: float):
             output="",
             error=transpiler.format_error(exc.kind, exc.message, source, exc.line, exc.col),
             error_kind=exc.kind,
+            error_message=exc.message,
             error_line=exc.line,
             error_column=exc.col,
             figures={"transpile_s": time.monotonic() - started},
@@ -176,6 +178,7 @@ def _locate_failure(result: RunResult, outcome, emitted, source: str) -> None:
             line, column = located
     result.exit_code = EXIT_TIMEOUT if outcome.status == "timeout" else EXIT_SCRIPT_ERROR
     result.error_kind = error["kind"]
+    result.error_message = error["msg"]
     result.error_line, result.error_column = line, column
     result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
 

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 script error (syntax, runtime, policy denial, limit), 2
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 # Set PYDANTIC_DISABLE_PLUGINS to anything else (even empty) to keep them.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from runtime.api import EXIT_USAGE, run_script  # noqa: E402
+from runtime.api import EXIT_USAGE, RunResult, run_script  # noqa: E402
 from runtime.cliparser import (  # noqa: E402
     DEFAULT_TIMEOUT_S,
     PS_DEFAULT_FIELDS,
@@ -148,6 +149,40 @@ def open_run_log(project: Path, max_log_bytes: int):
 
 
 def command_run(args) -> int:
+    if not args.json:
+        from runtime.terminal import terminal_safe
+
+        on_terminal = sys.stdout.isatty()
+
+        def emit(text: str) -> None:
+            sys.stdout.write(terminal_safe(text) if on_terminal else text)
+
+        result = execute_run(args, emit)
+        sys.stdout.flush()
+        report_run(result, args.verbose)
+        return result.exit_code
+    try:
+        result = execute_run(args, None)
+    except UsageError as exc:  # the one object on stdout says it too
+        result = RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
+                           error_message=str(exc))
+    json.dump(run_json(result), sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return result.exit_code
+
+
+def run_json(result) -> dict:
+    """`fdsl run --json`'s one object: the script's output is inside it, nothing else is on stdout."""
+    error = None
+    if result.error is not None:
+        error = {"kind": result.error_kind, "message": result.error_message, "line": result.error_line,
+                 "column": result.error_column, "text": result.error}
+    return {"exit_code": result.exit_code, "output": result.output, "error": error, "figures": result.figures,
+            "warnings": result.warnings}
+
+
+def execute_run(args, emit):
+    """Run the script the command line names; `emit(text)` receives its output as it is printed."""
     script, source = read_script(args.script)
     lang = args.lang or getattr(language_for(script.name), "name", None)
     if lang is None and args.script == STDIN_SCRIPT:
@@ -165,25 +200,16 @@ def command_run(args) -> int:
     sandbox = build_sandbox(args)
     if options is not None and options["project"] is not None:
         run_log = options["run_log"] = open_run_log(options["project"], args.max_log_bytes)
-    from runtime.terminal import terminal_safe
-
-    on_terminal = sys.stdout.isatty()
-
-    def emit(text: str) -> None:
-        sys.stdout.write(terminal_safe(text) if on_terminal else text)
-
     result = run_script(
         source, root=None, sandbox=sandbox, approve=approver(args), lang=lang, filename=str(script),
         timeout=timeout, memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
         broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages,
         on_output=emit, isolation=args.isolation, options=options,
     )
-    sys.stdout.flush()
     if run_log is not None and result.error_kind == "SyntaxError":
         from runtime.promptscript.runlog import log_unstarted_run
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
-    report_run(result, args.verbose)
-    return result.exit_code
+    return result
 
 
 def report_run(result, verbose: bool) -> None:

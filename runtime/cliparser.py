@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"pages of one PDF (default {DEFAULT_MAX_PDF_PAGES})")
     run.add_argument("--lang", choices=sorted(LANGUAGES), help="language (default: by extension)")
     run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON object on stdout: exit_code, output, error (kind, message, line, column, text), "
+                          "figures, warnings (docs/tools.md)")
     run.add_argument(
         "--isolation", choices=("best", "strict"), default="best",
         help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
