@@ -293,6 +293,23 @@ def command_audit(args) -> int:
     return result.exit_code
 
 
+def command_mcp(args) -> int:
+    """`fdsl mcp`: the agent tools over the sandbox, as a stdio MCP server (runtime/tools/mcpserver.py).
+    Nobody can be asked on a terminal: a mount's approvals are granted with --yes, refused without."""
+    check_limits(memory_mb=args.memory)
+    sandbox = build_sandbox(args)
+    try:
+        import mcp  # noqa: F401  (the official SDK: an optional dependency)
+    except ImportError as exc:
+        raise UsageError(f"fdsl mcp needs the MCP SDK: pip install 'filesdsl[mcp]' ({exc})") from None
+    from runtime.tools.calls import Tools
+    from runtime.tools.mcpserver import serve_stdio
+
+    approve = (lambda description: True) if args.yes else None
+    serve_stdio(Tools(sandbox, approve=approve, isolation=args.isolation, memory_mb=args.memory))
+    return 0
+
+
 class Stopped(BaseException):
     """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, so every `finally` on the way
     (the supervisor's, RUN_CMD's, the PDF extractor's) ends the processes it started."""
@@ -344,6 +361,8 @@ def run_command(args) -> int:
             return command_doctor(args)
         if args.command == "audit":
             return command_audit(args)
+        if args.command == "mcp":
+            return command_mcp(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

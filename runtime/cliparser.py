@@ -157,3 +157,8 @@ def add_other_commands(commands) -> None:
     find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
     find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
     add_sandbox_options(find)
+    mcp = commands.add_parser("mcp", help="serve grep, read, ls, find and run_fdsl to an MCP client over stdio (docs/tools.md)")
+    add_sandbox_options(mcp)
+    mcp.add_argument("--isolation", choices=("best", "strict"), default="best",
+                     help="run_fdsl's worker and the PDF extractor: best (default) or strict (every hardening layer)")
+    mcp.add_argument("--memory", type=int, default=256, metavar="MB", help="run_fdsl's worker memory limit in MiB (default 256)")
