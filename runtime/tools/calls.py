@@ -102,8 +102,24 @@ def _type_name(value: object) -> str:
 def grep_backend(service: FilesService, pattern: str, glob: str | None, max_results: int,
                  ignore_case: bool) -> dict:
     """{"hits": [{"path", "line", "content"}], "total", "truncated", "skipped", "skipped_count"}:
-    matching lines of every document under "/", in (path, line) order (today FilesService)."""
-    return service.dir_grep("/", pattern, glob, ignore_case, max_results)
+    matching lines of the documents whose root-relative path matches `glob`, in (path, line)
+    order (today FilesService). A glob's leading plain directories are where the walk starts
+    ("docs/**/*.md" walks docs only: faster, and a mount elsewhere that needs approval is not
+    touched); the same paths match."""
+    directory, rest = split_glob(glob)
+    return service.dir_grep(directory, pattern, rest, ignore_case, max_results)
+
+
+def split_glob(glob: str | None) -> tuple[str, str | None]:
+    """("docs/api", "**/*.md") for "docs/api/**/*.md": the leading components without wildcards,
+    and the rest (at least one component); ("/", glob) when there are none."""
+    if glob is None or glob.startswith("/"):
+        return "/", glob
+    parts = glob.split("/")
+    plain = 0
+    while plain < len(parts) - 1 and parts[plain] not in ("", ".", "..") and not set(parts[plain]) & set("*?["):
+        plain += 1
+    return "/" + "/".join(parts[:plain]), "/".join(parts[plain:])
 
 
 def read_backend(service: FilesService, path: str, offset: int, limit: int) -> tuple[list[str], int]:

@@ -65,6 +65,39 @@ def test_grep_results_in_path_then_line_order_case_insensitive(tools):
     assert [r["line"] for r in strict["results"]] == [3] and strict["total"] == 1
 
 
+def test_a_globs_leading_directories_are_where_grep_walks():
+    from runtime.tools.calls import split_glob
+
+    assert split_glob(None) == ("/", None)
+    assert split_glob("*.md") == ("/", "*.md")
+    assert split_glob("billing/**/*.md") == ("/billing", "**/*.md")
+    assert split_glob("a/b/c.md") == ("/a/b", "c.md")
+    assert split_glob("a/*/b/c.md") == ("/a", "*/b/c.md")
+    assert split_glob("../x/*.md") == ("/", "../x/*.md") and split_glob("./a/b") == ("/", "./a/b")
+    assert split_glob("/a/b") == ("/", "/a/b") and split_glob("a//b") == ("/a", "/b")
+
+
+def test_grep_under_a_directory_leaves_a_mount_needing_approval_alone(tmp_path):
+    from runtime.fs.config import Mount, SandboxConfig
+    from runtime.fs.sandbox import Sandbox
+
+    for name in ("docs", "cfg"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "docs" / "a.md").write_text("alpha\n")
+    (tmp_path / "cfg" / "s.json").write_text("alpha\n")
+    sandbox = Sandbox(SandboxConfig(mounts=[Mount(host_path=tmp_path / "docs", mount_point="/docs"),
+                                            Mount(host_path=tmp_path / "cfg", mount_point="/cfg", read_approval=True)]))
+    tools = Tools(sandbox)
+    assert json.loads(tools.call("grep", {"pattern": "alpha", "glob": "docs/**"}))["results"] == \
+        [{"path": "docs/a.md", "line": 1, "content": "alpha"}]
+    with pytest.raises(ToolError, match="^SandboxError: List files in /: needs approval"):
+        tools.call("grep", {"pattern": "alpha"})
+    with pytest.raises(ToolError, match="^RuntimeError: no such directory: docs/nope"):
+        tools.call("grep", {"pattern": "alpha", "glob": "docs/nope/*.md"})
+    approved = Tools(sandbox, approve=lambda description: True)
+    assert json.loads(approved.call("grep", {"pattern": "alpha"}))["total"] == 2
+
+
 def test_grep_says_when_it_cut_the_results(tools):
     out = json.loads(call(tools, "grep", {"pattern": r"^hit \d+$", "glob": "many.txt"}))
     assert len(out["results"]) == 100 and out["total"] == 150 and out["truncated"] is True
