@@ -23,7 +23,7 @@ from runtime.fs.approvals import approval_key, result_class
 from runtime.fs.sandbox import Sandbox
 from runtime.services.toolset import TOOLS, ReadResult
 from runtime.services.toolset import FileSystemToolset as _CoreToolset
-from runtime.tools.calls import Tools, ToolError
+from runtime.tools.calls import ToolError, Tools
 from runtime.tools.definitions import SPECS, input_schema
 
 try:  # pydantic-ai 2: a failure the model sees without spending the tool's retries
