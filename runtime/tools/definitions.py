@@ -59,8 +59,8 @@ class ToolSpec:
         return next((p for p in self.params if p.name == name), None)
 
 
-_CUT = ('"total" counts every match and "truncated" is true when more exist than are shown: '
-        "never take the shown ones for all of them; narrow the search or page with offset.")
+_CUT = ('"total" counts them all and "truncated" is true when more exist than are shown: '
+        "never take the shown ones for all of them.")
 
 GREP = ToolSpec(
     name="grep",
@@ -72,7 +72,7 @@ GREP = ToolSpec(
         "level only, '**/*.md' any depth). Returns JSON {\"results\": [{\"path\", \"line\", \"content\"}], "
         "\"total\", \"truncated\"} ordered by path then line, at most max_results (default and at most "
         f"{MAX_GREP_RESULTS}); each matching line once, cut past {MAX_LINE_CHARS} characters. " + _CUT +
-        " Files that could not be read are named in \"skipped\". Read a hit's context with the read tool."
+        " Narrow the pattern or the glob to see the rest. Files that could not be read are named in \"skipped\". Read a hit's context with the read tool."
     ),
     params=(
         Param("pattern", "string", "Regular expression or plain text to find.", required=True,
@@ -111,7 +111,7 @@ LS = ToolSpec(
         "List one directory of the sandbox ('/' is its root), sorted by name. Returns JSON "
         "{\"entries\": [{\"@type\", \"path\", \"name\", \"type\", \"size\", \"modified\", ...}], \"total\", "
         f"\"truncated\"}}, at most `limit` entries (default {DEFAULT_LIST_RESULTS}, at most {MAX_LIST_RESULTS}) "
-        "from `offset`. " + _CUT
+        "from `offset`. " + _CUT + " Page on with offset."
     ),
     params=(
         Param("path", "string", "Directory to list (default '/').", default="/", max_length=MAX_PATH_CHARS),
@@ -128,7 +128,7 @@ FIND = ToolSpec(
         "Find the entries under a directory whose path relative to it matches a glob ('**/*.pdf' at any "
         "depth, '*.md' directly in it, 'reports/*'), sorted by path. Returns JSON {\"entries\": [...], "
         f"\"total\", \"truncated\"}}, at most max_results (default {DEFAULT_LIST_RESULTS}, at most "
-        f"{MAX_LIST_RESULTS}). " + _CUT
+        f"{MAX_LIST_RESULTS}). " + _CUT + " Narrow the glob or the path to see the rest."
     ),
     params=(
         Param("glob", "string", "Glob on the path relative to `path`, e.g. '**/*.md'.", required=True,
