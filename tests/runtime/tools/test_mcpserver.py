@@ -157,3 +157,35 @@ def test_fdsl_run_never_loads_the_mcp_sdk(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1\n"
+
+
+@pytest.mark.parametrize("yes", [False, True])
+def test_a_configs_mounts_and_approvals_through_mcp(tmp_path: Path, yes: bool):
+    """--config's policy holds through MCP: a suffix the mount does not allow is refused, and a
+    mount with read approval is read only with --yes (nobody can be asked on a terminal)."""
+    for name in ("docs", "cfg"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "docs" / "a.md").write_text("alpha\n")
+    (tmp_path / "docs" / "b.json").write_text("{}\n")
+    (tmp_path / "cfg" / "s.txt").write_text("secret setting\n")
+    (tmp_path / "sandbox.toml").write_text(
+        '[[mounts]]\nhost_path = "docs"\nmount_point = "/docs"\nsuffixes = [".md"]\n\n'
+        '[[mounts]]\nhost_path = "cfg"\nmount_point = "/cfg"\nread_approval = true\n')
+    params = StdioServerParameters(command=sys.executable, cwd=str(REPO), args=[
+        "-m", "runtime.cli", "mcp", "--config", str(tmp_path / "sandbox.toml"), *(["--yes"] if yes else [])])
+
+    async def main():
+        with anyio.fail_after(60):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return [await session.call_tool("read", {"path": path})
+                            for path in ("/docs/a.md", "/docs/b.json", "/cfg/s.txt")]
+
+    a, b, s = anyio.run(main)
+    assert not a.is_error and a.content[0].text == "  1  alpha"
+    assert b.is_error and b.content[0].text.startswith("SandboxError:") and str(tmp_path) not in b.content[0].text
+    if yes:
+        assert not s.is_error and s.content[0].text == "  1  secret setting"
+    else:
+        assert s.is_error and "needs approval" in s.content[0].text
