@@ -231,3 +231,10 @@ LOOPS = "n = 0\nfor i in [1:1000]:\n    for j in [1:1000]:\n        for k in [1:
 def test_run_fdsl_timeout_is_a_located_timeout_error(tools):
     text = error(tools, "run_fdsl", {"script": LOOPS, "timeout": 1})
     assert text.startswith("TimeoutError:") and "at line" in text
+
+
+def test_run_fdsl_output_past_its_cap_says_it_was_cut(root):
+    tools = Tools(root=root, max_output=1000)
+    text = error(tools, "run_fdsl", {"script": 'for i in [1:500]:\n    print("line", i)\n'})
+    assert text.startswith("line 1\nline 2\n") and len(text) < 1200
+    assert text.endswith("\nLimitError: output limit exceeded: the script printed more than 1000 bytes")
