@@ -78,7 +78,8 @@ def check_params(spec: ToolSpec, params: object) -> dict:
             value = int(value)  # some models write 10.0
         expected = _TYPES[p.type]
         if type(value) is not expected:  # bool is not an integer here
-            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} must be a {p.type}, "
+            article = "an" if p.type == "integer" else "a"
+            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} must be {article} {p.type}, "
                                           f"not {_type_name(value)}")
         if p.max_length is not None and len(value) > p.max_length:
             raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} is too long ({len(value)} "

@@ -128,7 +128,7 @@ def test_bad_parameters_name_the_parameter(tools):
     assert error(tools, "grep", {"pattern": "x", "glob2": "*"}) == \
         "UsageError: grep: unknown parameter 'glob2' (parameters: pattern, glob, max_results, ignore_case)"
     assert error(tools, "read", {"path": "a", "limit": "10"}) == \
-        "UsageError: read: parameter 'limit' must be a integer, not string"
+        "UsageError: read: parameter 'limit' must be an integer, not string"
     assert error(tools, "read", {"path": "a", "offset": 0}) == \
         "UsageError: read: parameter 'offset' must be 1 or more, not 0"
     assert error(tools, "grep", {"pattern": "x" * 5000}) == \
