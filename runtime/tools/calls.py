@@ -201,7 +201,9 @@ class Tools:
             text = f"{n:>{width}}  {line}" if line else f"{n:>{width}}"
             if size + len(text) > MAX_READ_CHARS and shown:
                 break
-            shown.append(text[:MAX_READ_CHARS])
+            if len(text) > MAX_READ_CHARS:  # one line over the whole budget: its start, said to be cut
+                text = f"{text[:MAX_READ_CHARS]}... [line cut: {len(line)} characters]"
+            shown.append(text)
             size += len(text) + 1
         last = offset + len(shown) - 1
         if last < total:

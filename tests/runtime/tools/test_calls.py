@@ -160,6 +160,13 @@ def test_read_stops_at_its_character_budget_and_says_where_to_go_on(tools, root)
     assert len(lines) == 199 and lines[-1] == "[truncated: lines 1-198 of 1000 shown; read on with offset=199]"
 
 
+def test_read_of_one_line_over_the_budget_shows_its_start_and_says_it_was_cut(tools, root):
+    (root / "minified.js").write_text("z" * 300_000 + "\nnext\n")
+    first, trailer = call(tools, "read", {"path": "minified.js"}).split("\n")
+    assert first == "  1  " + "z" * 199_995 + "... [line cut: 300000 characters]"
+    assert trailer == "[truncated: lines 1-1 of 2 shown; read on with offset=2]"
+
+
 def test_read_gives_a_pdfs_text(tmp_path):
     import pymupdf
 
