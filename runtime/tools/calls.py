@@ -154,8 +154,8 @@ class Tools:
         self._lock = threading.Lock()
 
     @staticmethod
-    def definitions(format: str = "openai") -> list[dict]:
-        return tool_definitions(format)
+    def definitions(format: str = "openai", *, strict: bool = False) -> list[dict]:
+        return tool_definitions(format, strict=strict)
 
     def close(self) -> None:
         """End the PDF extractor, if a PDF was read."""

@@ -10,9 +10,9 @@ Decisions (docs/tools.md):
   keywords type, description, minimum, maximum and (not for OpenAI) maxLength: the subset
   OpenAI's strict mode, Anthropic and MCP all accept. Defaults are said in the descriptions,
   not with `default` (strict mode refuses it); `call` applies them.
-- OpenAI's rendering leaves `maxLength` out (strict mode does not support it) and does not set
-  `strict` (optional parameters would have to be required and nullable); `call` checks
-  lengths for every format anyway.
+- OpenAI's rendering leaves `maxLength` out (strict mode does not support it); `call` checks
+  lengths for every format anyway. `strict=True` renders OpenAI's strict mode: every parameter
+  required, the optional ones nullable (`call` takes null as "not given").
 """
 
 from __future__ import annotations
@@ -161,11 +161,13 @@ SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in (RUN_FDSL, GREP, READ,
 TOOL_NAMES = tuple(SPECS)
 
 
-def input_schema(spec: ToolSpec, fmt: str) -> dict:
-    """The JSON Schema of a tool's parameters, in the keyword subset `fmt` accepts."""
+def input_schema(spec: ToolSpec, fmt: str, strict: bool = False) -> dict:
+    """The JSON Schema of a tool's parameters, in the keyword subset `fmt` accepts (`strict`:
+    OpenAI's strict mode, where every parameter is required and an optional one may be null)."""
     properties = {}
     for p in spec.params:
-        prop: dict = {"type": p.type, "description": p.description}
+        kind = [p.type, "null"] if strict and not p.required else p.type
+        prop: dict = {"type": kind, "description": p.description}
         if p.minimum is not None:
             prop["minimum"] = p.minimum
         if p.maximum is not None:
@@ -173,16 +175,18 @@ def input_schema(spec: ToolSpec, fmt: str) -> dict:
         if p.max_length is not None and fmt != "openai":
             prop["maxLength"] = p.max_length
         properties[p.name] = prop
-    return {"type": "object", "properties": properties, "required": [p.name for p in spec.params if p.required],
-            "additionalProperties": False}
+    return {"type": "object", "properties": properties,
+            "required": [p.name for p in spec.params if p.required or strict], "additionalProperties": False}
 
 
-def render(spec: ToolSpec, fmt: str) -> dict:
+def render(spec: ToolSpec, fmt: str, strict: bool = False) -> dict:
     """One tool's definition as the API `fmt` takes it."""
-    schema = input_schema(spec, fmt)
+    schema = input_schema(spec, fmt, strict)
     if fmt == "openai":
-        return {"type": "function", "function": {"name": spec.name, "description": spec.description,
-                                                 "parameters": schema}}
+        function = {"name": spec.name, "description": spec.description, "parameters": schema}
+        if strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
     if fmt == "anthropic":
         return {"name": spec.name, "description": spec.description, "input_schema": schema}
     if fmt == "mcp":
@@ -194,12 +198,15 @@ def render(spec: ToolSpec, fmt: str) -> dict:
     raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS))}, not {fmt!r}")
 
 
-def tool_definitions(format: str = "openai", names: tuple[str, ...] | None = None) -> list[dict]:
-    """The tools (all, or `names`) as JSON-serializable definitions for the API `format`."""
+def tool_definitions(format: str = "openai", names: tuple[str, ...] | None = None, *, strict: bool = False) -> list[dict]:
+    """The tools (all, or `names`) as JSON-serializable definitions for the API `format`;
+    `strict=True` (OpenAI only) asks for its strict mode."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS))}, not {format!r}")
+    if strict and format != "openai":
+        raise ValueError(f"strict is OpenAI's strict mode; {format!r} has none here")
     chosen = TOOL_NAMES if names is None else names
     unknown = [n for n in chosen if n not in SPECS]
     if unknown:
         raise ValueError(f"unknown tool(s) {', '.join(unknown)}; tools: {', '.join(TOOL_NAMES)}")
-    return [render(SPECS[name], format) for name in chosen]
+    return [render(SPECS[name], format, strict) for name in chosen]

@@ -142,3 +142,25 @@ def test_the_schema_and_the_call_check_agree(name, params):
         call_ok = False
         assert str(exc).startswith(f"UsageError: {name}: ")
     assert schema_ok == call_ok
+
+
+def test_openais_strict_mode_rendering():
+    """Strict mode (Structured Outputs): additionalProperties false, every property required, an
+    optional one nullable; call() takes null as "not given" and applies the default."""
+    from openai.types.chat import ChatCompletionToolParam
+
+    adapter = TypeAdapter(ChatCompletionToolParam)
+    for d in tool_definitions("openai", strict=True):
+        assert adapter.validate_python(d) == d and d["function"]["strict"] is True
+        schema = d["function"]["parameters"]
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["required"] == list(schema["properties"]) and schema["additionalProperties"] is False
+        assert keywords(schema) <= KEYWORDS["openai"]
+        spec = SPECS[d["function"]["name"]]
+        for p in spec.params:
+            assert schema["properties"][p.name]["type"] == (p.type if p.required else [p.type, "null"])
+        every_null = {p.name: ("x" if p.required else None) for p in spec.params}
+        assert jsonschema.Draft202012Validator(schema).is_valid(every_null)
+        assert check_params(spec, every_null) == {p.name: ("x" if p.required else p.default) for p in spec.params}
+    with pytest.raises(ValueError, match="strict is OpenAI's strict mode"):
+        tool_definitions("anthropic", strict=True)
