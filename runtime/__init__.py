@@ -28,6 +28,9 @@ _EXPORTS = {
     "DirectoryEntry": "services.listing",
     "SymbolicLinkEntry": "services.listing",
     "OtherEntry": "services.listing",
+    "Tools": "tools.calls",
+    "ToolError": "tools.calls",
+    "tool_definitions": "tools.definitions",
 }
 __all__ = list(_EXPORTS)
 

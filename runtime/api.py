@@ -33,6 +33,7 @@ class RunResult:
     output: str
     error: str | None = None
     error_kind: str | None = None
+    error_message: str | None = None  # the error's message alone (`error` adds the kind and the place)
     error_line: int | None = None
     error_column: int | None = None
     figures: dict = field(default_factory=dict)
@@ -45,9 +46,12 @@ class RunResult:
 
     def as_json(self) -> dict:
         """The result as one JSON object (`fdsl run --json`, `fdsl run-many`): the error as
-        {kind, message (the formatted, located text), line, column} or null."""
-        error = None if self.error is None else {"kind": self.error_kind, "message": self.error,
-                                                 "line": self.error_line, "column": self.error_column}
+        {kind, message, line, column, text (the formatted, located error)} or null; `layers`
+        the hardening layers in force (null when no worker ran)."""
+        error = None
+        if self.error is not None:
+            error = {"kind": self.error_kind, "message": self.error_message, "line": self.error_line,
+                     "column": self.error_column, "text": self.error}
         return {"exit_code": self.exit_code, "output": self.output, "error": error, "figures": self.figures,
                 "warnings": self.warnings, "layers": self.layers}
 
@@ -141,7 +145,7 @@ def _check_arguments(lang, isolation, options, limits: Limits) -> None:
 
 def _usage(exc: Exception, transpile_s: float) -> RunResult:
     return RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
-                     figures={"transpile_s": transpile_s})
+                     error_message=str(exc), figures={"transpile_s": transpile_s})
 
 
 def _figures(outcome, transpile_s: float, wall_started: float) -> dict:
@@ -177,6 +181,7 @@ def _compile(source: str, filename: str, lang: str, started: float):
             output="",
             error=transpiler.format_error(exc.kind, exc.message, source, exc.line, exc.col),
             error_kind=exc.kind,
+            error_message=exc.message,
             error_line=exc.line,
             error_column=exc.col,
             figures={"transpile_s": time.monotonic() - started},
@@ -195,6 +200,7 @@ def _locate_failure(result: RunResult, outcome, emitted, source: str) -> None:
             line, column = located
     result.exit_code = EXIT_TIMEOUT if outcome.status == "timeout" else EXIT_SCRIPT_ERROR
     result.error_kind = error["kind"]
+    result.error_message = error["msg"]
     result.error_line, result.error_column = line, column
     result.error = transpiler.format_error(error["kind"], error["msg"], source, line, column)
 

@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 script error (syntax, runtime, policy denial, limit), 2
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -16,15 +17,18 @@ from pathlib import Path
 # Set PYDANTIC_DISABLE_PLUGINS to anything else (even empty) to keep them.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from runtime.api import EXIT_USAGE, run_script  # noqa: E402
+from runtime.api import EXIT_USAGE, RunResult, run_script  # noqa: E402
 from runtime.cliparser import (  # noqa: E402
     DEFAULT_TIMEOUT_S,
     PS_DEFAULT_FIELDS,
     PS_ONLY_OPTIONS,
     PS_TIMEOUT_MARGIN_S,
+    STDIN_SCRIPT,
     UsageError,
     build_parser,
+    check_limits,
     parse_mount,
+    read_script,
 )
 from runtime.promptscript.options import PSOptions  # noqa: E402
 from transpiler import language_for  # noqa: E402
@@ -54,50 +58,6 @@ def approver(args):
     from runtime.terminal import TerminalApprover
 
     return TerminalApprover(assume_yes=args.yes)
-
-
-STDIN_SCRIPT = "-"  # `fdsl run -`: the script comes from stdin (FilesDSL unless --lang says otherwise)
-MAX_STDIN_SCRIPT_BYTES = 1 << 20  # the transpiler's own limit on a script
-
-
-def read_script(name: str) -> tuple[Path, str]:
-    """A script's path and text; an unreadable one is a usage error naming why."""
-    if name == STDIN_SCRIPT:
-        data = sys.stdin.buffer.read(MAX_STDIN_SCRIPT_BYTES + 1)
-        if len(data) > MAX_STDIN_SCRIPT_BYTES:
-            raise UsageError(f"the script on stdin is over {MAX_STDIN_SCRIPT_BYTES} bytes")
-        try:
-            return Path("<stdin>"), data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"the script on stdin is not UTF-8 text (byte {exc.start})") from None
-    script = Path(name)
-    try:
-        return script, script.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"no such script: {name}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{name} is a directory, not a script") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{name} is not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {name}: {exc.strerror}") from None
-
-
-# Limits field -> the flag that sets it (for the limits' own range check, runtime/limits.py)
-LIMIT_FLAGS = {"memory_mb": "--memory", "max_output": "--max-output", "max_reply_bytes": "--max-reply-bytes",
-               "broker_memory_mb": "--broker-memory", "pdf_memory_mb": "--pdf-memory", "max_pdf_pages": "--max-pdf-pages"}
-
-
-def check_limits(**fields) -> None:
-    """Limits given on the command line, in their ranges (runtime/limits.py: the table the
-    Python API checks too); --timeout is checked by its type, seconds()."""
-    from runtime.errors import RunSetupError
-    from runtime.limits import Limits
-
-    try:
-        Limits(**fields).check(LIMIT_FLAGS)
-    except RunSetupError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def check_run_limits(args) -> None:
@@ -148,6 +108,30 @@ def open_run_log(project: Path, max_log_bytes: int):
 
 
 def command_run(args) -> int:
+    if not args.json:
+        from runtime.terminal import terminal_safe
+
+        on_terminal = sys.stdout.isatty()
+
+        def emit(text: str) -> None:
+            sys.stdout.write(terminal_safe(text) if on_terminal else text)
+
+        result = execute_run(args, emit)
+        sys.stdout.flush()
+        report_run(result, args.verbose)
+        return result.exit_code
+    try:
+        result = execute_run(args, None)
+    except UsageError as exc:  # the one object on stdout says it too
+        result = RunResult(exit_code=EXIT_USAGE, output="", error=f"UsageError: {exc}", error_kind="UsageError",
+                           error_message=str(exc))
+    json.dump(result.as_json(), sys.stdout, ensure_ascii=False)  # the script's output is inside it
+    sys.stdout.write("\n")
+    return result.exit_code
+
+
+def execute_run(args, emit):
+    """Run the script the command line names; `emit(text)` receives its output as it is printed."""
     script, source = read_script(args.script)
     lang = args.lang or getattr(language_for(script.name), "name", None)
     if lang is None and args.script == STDIN_SCRIPT:
@@ -165,25 +149,16 @@ def command_run(args) -> int:
     sandbox = build_sandbox(args)
     if options is not None and options["project"] is not None:
         run_log = options["run_log"] = open_run_log(options["project"], args.max_log_bytes)
-    from runtime.terminal import terminal_safe
-
-    on_terminal = sys.stdout.isatty()
-
-    def emit(text: str) -> None:
-        sys.stdout.write(terminal_safe(text) if on_terminal else text)
-
     result = run_script(
         source, root=None, sandbox=sandbox, approve=approver(args), lang=lang, filename=str(script),
         timeout=timeout, memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
         broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages,
         on_output=emit, isolation=args.isolation, options=options,
     )
-    sys.stdout.flush()
     if run_log is not None and result.error_kind == "SyntaxError":
         from runtime.promptscript.runlog import log_unstarted_run
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
-    report_run(result, args.verbose)
-    return result.exit_code
+    return result
 
 
 def report_run(result, verbose: bool) -> None:
@@ -267,6 +242,23 @@ def command_audit(args) -> int:
     return result.exit_code
 
 
+def command_mcp(args) -> int:
+    """`fdsl mcp`: the agent tools over the sandbox, as a stdio MCP server (runtime/tools/mcpserver.py).
+    Nobody can be asked on a terminal: a mount's approvals are granted with --yes, refused without."""
+    check_limits(memory_mb=args.memory)
+    sandbox = build_sandbox(args)
+    try:
+        import mcp  # noqa: F401  (the official SDK: an optional dependency)
+    except ImportError as exc:
+        raise UsageError(f"fdsl mcp needs the MCP SDK: pip install 'filesdsl[mcp]' ({exc})") from None
+    from runtime.tools.calls import Tools
+    from runtime.tools.mcpserver import serve_stdio
+
+    approve = (lambda description: True) if args.yes else None
+    serve_stdio(Tools(sandbox, approve=approve, isolation=args.isolation, memory_mb=args.memory))
+    return 0
+
+
 class Stopped(BaseException):
     """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, so every `finally` on the way
     (the supervisor's, RUN_CMD's, the PDF extractor's) ends the processes it started."""
@@ -322,6 +314,8 @@ def run_command(args) -> int:
             from runtime.manycmd import command_run_many
 
             return command_run_many(args)
+        if args.command == "mcp":
+            return command_mcp(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

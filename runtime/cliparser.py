@@ -1,9 +1,12 @@
 """The `fdsl` command line's parser: every command, its options and their help (the
-languages' one-screen sheets in the epilog, runtime/cheatsheet.py). runtime/cli.py runs them."""
+languages' one-screen sheets in the epilog, runtime/cheatsheet.py), and the checks of what
+they name (a script to read, limits in range) that several commands share. runtime/cli.py
+runs them."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from runtime.api import MountSpec
@@ -72,6 +75,50 @@ PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_t
                      "halt_on_loop": "halt_on_loop", "max_log_bytes": "max_log_bytes", "allow_command": "allow_commands"}
 
 
+STDIN_SCRIPT = "-"  # `fdsl run -`: the script comes from stdin (FilesDSL unless --lang says otherwise)
+MAX_STDIN_SCRIPT_BYTES = 1 << 20  # the transpiler's own limit on a script
+
+
+def read_script(name: str) -> tuple[Path, str]:
+    """A script's path and text; an unreadable one is a usage error naming why."""
+    if name == STDIN_SCRIPT:
+        data = sys.stdin.buffer.read(MAX_STDIN_SCRIPT_BYTES + 1)
+        if len(data) > MAX_STDIN_SCRIPT_BYTES:
+            raise UsageError(f"the script on stdin is over {MAX_STDIN_SCRIPT_BYTES} bytes")
+        try:
+            return Path("<stdin>"), data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"the script on stdin is not UTF-8 text (byte {exc.start})") from None
+    script = Path(name)
+    try:
+        return script, script.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no such script: {name}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{name} is a directory, not a script") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {name}: {exc.strerror}") from None
+
+
+# Limits field -> the flag that sets it (for the limits' own range check, runtime/limits.py)
+LIMIT_FLAGS = {"memory_mb": "--memory", "max_output": "--max-output", "max_reply_bytes": "--max-reply-bytes",
+               "broker_memory_mb": "--broker-memory", "pdf_memory_mb": "--pdf-memory", "max_pdf_pages": "--max-pdf-pages"}
+
+
+def check_limits(**fields) -> None:
+    """Limits given on the command line, in their ranges (runtime/limits.py: the table the
+    Python API checks too); --timeout is checked by its type, seconds()."""
+    from runtime.errors import RunSetupError
+    from runtime.limits import Limits
+
+    try:
+        Limits(**fields).check(LIMIT_FLAGS)
+    except RunSetupError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from runtime.cheatsheet import SHEETS
 
@@ -98,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"pages of one PDF (default {DEFAULT_MAX_PDF_PAGES})")
     run.add_argument("--lang", choices=sorted(LANGUAGES), help="language (default: by extension)")
     run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON object on stdout: exit_code, output, error (kind, message, line, column, text), "
+                          "figures, warnings (docs/tools.md)")
     run.add_argument(
         "--isolation", choices=("best", "strict"), default="best",
         help="best: run with the hardening layers this machine has (default); strict: refuse unless all are in force",
@@ -155,6 +205,11 @@ def add_other_commands(commands) -> None:
     find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
     find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
     add_sandbox_options(find)
+    mcp = commands.add_parser("mcp", help="serve grep, read, ls, find and run_fdsl to an MCP client over stdio (docs/tools.md)")
+    add_sandbox_options(mcp)
+    mcp.add_argument("--isolation", choices=("best", "strict"), default="best",
+                     help="run_fdsl's worker and the PDF extractor: best (default) or strict (every hardening layer)")
+    mcp.add_argument("--memory", type=int, default=256, metavar="MB", help="run_fdsl's worker memory limit in MiB (default 256)")
 
 
 def add_run_many(commands) -> None:

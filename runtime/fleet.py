@@ -48,8 +48,7 @@ class Job:
 
 
 def job_from_script(index: int, path: str, defaults: dict) -> Job:
-    from runtime.cli import read_script
-    from runtime.cliparser import UsageError
+    from runtime.cliparser import UsageError, read_script
     from transpiler import language_for
 
     if path == "-":

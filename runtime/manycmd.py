@@ -16,7 +16,7 @@ from runtime.errors import RunSetupError
 
 
 def command_run_many(args) -> int:
-    from runtime.cli import check_limits
+    from runtime.cliparser import check_limits
     from runtime.fleet import job_from_script, jobs_from_jsonl, run_many, run_many_ray
 
     if not args.scripts and args.from_file is None:

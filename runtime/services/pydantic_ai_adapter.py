@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 try:
     import anyio
-    from pydantic_ai import ApprovalRequired, ModelRetry, RunContext
+    from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool
     from pydantic_ai.toolsets import FunctionToolset
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -23,6 +23,15 @@ from runtime.fs.approvals import approval_key, result_class
 from runtime.fs.sandbox import Sandbox
 from runtime.services.toolset import TOOLS, ReadResult
 from runtime.services.toolset import FileSystemToolset as _CoreToolset
+from runtime.tools.calls import ToolError, Tools
+from runtime.tools.definitions import SPECS, input_schema
+
+try:  # pydantic-ai 2: a failure the model sees without spending the tool's retries
+    from pydantic_ai import ToolFailed
+except ImportError:  # pragma: no cover - pydantic-ai 1
+    ToolFailed = ModelRetry
+
+AGENT_TOOLS = ("run_fdsl", "grep", "read")  # runtime/tools: offered with agent_tools=True
 
 
 def seed_tools(fs: _CoreToolset) -> list[Callable]:
@@ -105,10 +114,32 @@ def _writing_tools(fs: _CoreToolset) -> list[Callable]:
     return [write_file, edit_file, delete_file, move_file, copy_file]
 
 
+def agent_tools(tools: Tools) -> list[Tool]:
+    """run_fdsl, grep and read as PydanticAI tools: the specs of runtime/tools/definitions.py (the
+    schema in the narrowest keyword subset, OpenAI's) answered by `tools.call`. A bad parameter
+    is a ModelRetry (correct the call); any other failure (a script error, a missing document,
+    a refusal) a ToolFailed: the model sees it and adapts, without spending its retries."""
+
+    def tool(name: str) -> Tool:
+        def run(**params: Any) -> str:
+            try:
+                return tools.call(name, params)
+            except ToolError as exc:
+                raise (ModelRetry if exc.kind == "UsageError" else ToolFailed)(str(exc)) from None
+
+        spec = SPECS[name]
+        return Tool.from_schema(run, name=name, description=spec.description, json_schema=input_schema(spec, "openai"))
+
+    return [tool(name) for name in AGENT_TOOLS]
+
+
 class PydanticAIFileSystemToolset(FunctionToolset[Any]):
     """read_file, write_file, edit_file, delete_file, move_file, copy_file and list_files
     over a Sandbox, with the approval protocol (needs_approval / get_approval_description)
-    wired to PydanticAI's deferred approvals."""
+    wired to PydanticAI's deferred approvals. With `agent_tools=True` also run_fdsl, grep and
+    read (runtime/tools), which only read: they need no approval protocol, and a mount's read
+    approvals are answered by `approve` (refused without it). They are opt-in so the default
+    toolset stays the seed's, tool for tool."""
 
     def __init__(
         self,
@@ -117,8 +148,10 @@ class PydanticAIFileSystemToolset(FunctionToolset[Any]):
         max_retries: int = 1,
         *,
         approve: Callable[[str], bool] | None = None,
+        agent_tools: bool = False,
     ) -> None:
         super().__init__(max_retries=max_retries, id=id)
+        self._tools = Tools(sandbox, approve=approve) if agent_tools else None
         # Every call reaching the core toolset has passed call_tool's gate below, so the core
         # is told yes; nobody else holds a reference to it.
         self._fs = _CoreToolset(sandbox, id=id, max_retries=max_retries, approve=lambda description: True)
@@ -131,17 +164,21 @@ class PydanticAIFileSystemToolset(FunctionToolset[Any]):
 
     @classmethod
     def create_default(cls, root, mode: str = "rw", id: str | None = None, *,
-                       approve: Callable[[str], bool] | None = None) -> "PydanticAIFileSystemToolset":
+                       approve: Callable[[str], bool] | None = None,
+                       agent_tools: bool = False) -> "PydanticAIFileSystemToolset":
         """One mount, `root` at "/data" (no write approval), as in the seed."""
-        return cls(_CoreToolset.create_default(root, mode=mode).sandbox, id=id, approve=approve)
+        return cls(_CoreToolset.create_default(root, mode=mode).sandbox, id=id, approve=approve,
+                   agent_tools=agent_tools)
 
     @property
     def sandbox(self) -> Sandbox:
         return self._fs.sandbox
 
     def close(self) -> None:
-        """End the PDF extractor the read tool started, if any."""
+        """End the PDF extractors the read tools started, if any."""
         self._fs.close()
+        if self._tools is not None:
+            self._tools.close()
 
     # ------------------------------------------------------------ approval protocol (seed)
 
@@ -194,11 +231,15 @@ class PydanticAIFileSystemToolset(FunctionToolset[Any]):
             # the summary line tells the model what it may touch (docstring: works on every version)
             func.__doc__ = func.__doc__.replace("\n\n", f" {where}\n\n", 1)
             self.add_function(func, takes_ctx=False)
+        for tool in agent_tools(self._tools) if self._tools is not None else ():
+            self.add_tool(tool)
 
     async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any) -> Any:
         seed_name = getattr(tool, "original_name", None) or name
         if seed_name not in TOOLS:
             seed_name = name
+        if self._tools is not None and seed_name in AGENT_TOOLS:  # reading tools: the sandbox's policy decides
+            return await super().call_tool(name, tool_args, ctx, tool)
         decision = self._fs.needs_approval(seed_name, tool_args, ctx)
         if decision.is_blocked:
             raise ModelRetry(decision.block_reason or "refused by the sandbox policy")

@@ -21,11 +21,18 @@ def docs(tmp_path):
     return tmp_path
 
 
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
+def gone(pid: int, within: float = 5.0) -> bool:
+    """The process has ended (killed at once; its exit is collected by a thread, so allow it a moment)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 SCRIPTS = [
@@ -65,7 +72,7 @@ def test_each_run_takes_a_new_worker_and_ends_it(docs):
 def test_close_ends_the_waiting_workers(docs):
     session = Session(root=str(docs), timeout=30, workers=3)
     waiting = [p.pid for p in session.pool.ready]
-    assert len(waiting) == 3 and not any(gone(pid) for pid in waiting)
+    assert len(waiting) == 3 and not any(gone(pid, within=0) for pid in waiting)
     session.close()
     assert all(gone(pid) for pid in waiting)
     with pytest.raises(RunSetupError, match="closed"):

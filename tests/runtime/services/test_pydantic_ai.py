@@ -390,3 +390,71 @@ def test_a_read_only_sandbox_offers_only_the_reading_tools_and_reads_pdfs_as_tex
         ts.close()
     rw = Sandbox(SandboxConfig(mounts=[Mount(host_path=tmp_path, mount_point="/docs", mode="rw", write_approval=False)]))
     assert list(PydanticAIFileSystemToolset(rw).tools) == SEED_TOOLS
+
+
+# ---------------------------------------------------------------------------- run_fdsl, grep, read (runtime/tools)
+
+AGENT_TOOLS = ["run_fdsl", "grep", "read"]
+
+
+def test_agent_tools_are_offered_with_the_one_spec(world):
+    from runtime.tools.definitions import SPECS, input_schema
+
+    sb, _ = world
+    seen = {}
+
+    def fn(messages, info: AgentInfo) -> ModelResponse:
+        seen.update({t.name: t for t in info.function_tools})
+        return ModelResponse(parts=[TextPart("ok")])
+
+    ts = PydanticAIFileSystemToolset(sb, agent_tools=True)
+    assert list(ts.tools) == SEED_TOOLS + AGENT_TOOLS
+    Agent(FunctionModel(fn), toolsets=[ts]).run_sync("hi")
+    for name in AGENT_TOOLS:
+        assert seen[name].description == SPECS[name].description
+        assert seen[name].parameters_json_schema == input_schema(SPECS[name], "openai")
+    assert "Directory(path)" in seen["run_fdsl"].description  # the cheat sheet
+    ro = Sandbox(SandboxConfig(mounts=[Mount(host_path=sb.mounts[0].host, mount_point="/docs", mode="ro")]))
+    assert list(PydanticAIFileSystemToolset(ro, agent_tools=True).tools) == ["read_file", "list_files"] + AGENT_TOOLS
+
+
+def test_an_agent_greps_reads_and_runs_a_script(world):
+    sb, _ = world
+    ts = PydanticAIFileSystemToolset(sb, agent_tools=True)
+    agent = agent_for(ts,
+                      [("grep", {"pattern": "ALPHA", "glob": "docs/**"})],
+                      [("read", {"path": "/docs/a.md", "offset": 2}),
+                       ("run_fdsl", {"script": 'print(len(Directory("/docs").files()))'})])
+    out = json.loads(agent.run_sync("find alpha").output)
+    assert out[0][0] == "grep" and json.loads(out[0][1]) == {
+        "results": [{"path": "docs/a.md", "line": 2, "content": "alpha"}], "total": 1, "truncated": False}
+    assert out[1] == ["read", "  2  alpha"]
+    assert out[2] == ["run_fdsl", "4\n"]
+
+
+def test_agent_tool_failures_reach_the_model_without_host_paths(world):
+    sb, tmp_path = world
+    ts = PydanticAIFileSystemToolset(sb, agent_tools=True)  # max_retries=1: failures must not spend it
+    agent = agent_for(ts,
+                      [("run_fdsl", {"script": 'print("so far")\nprint(File("/docs/nope.md").read())\n'})],
+                      [("read", {"path": "/docs/../../outside/canary.txt"})],
+                      [("read", {"path": "/cfg/settings.json"})],
+                      [("grep", {"pattern": "[unclosed", "glob": "docs/*"})],
+                      [("grep", {"pattern": "x", "max_results": 5000})])
+    result = agent.run_sync("go")
+    text = shown(result)
+    assert str(tmp_path) not in text and CANARY not in text
+    out = json.loads(result.output)
+    assert out[0][1].startswith("so far\nRuntimeError: no such file: docs/nope.md\n  at line 2, column 7")
+    assert "SandboxError" in out[1][1]
+    assert "Read from /cfg/settings.json: needs approval" in out[2][1]
+    assert "invalid regex '[unclosed'" in out[3][1]
+    assert "grep: parameter 'max_results' must be from 1 to 100, not 5000" in out[4][1]
+
+
+def test_agent_tools_read_an_approval_mount_when_the_approver_says_yes(world):
+    sb, _ = world
+    asked = []
+    ts = PydanticAIFileSystemToolset(sb, agent_tools=True, approve=lambda d: asked.append(d) or True)
+    out = json.loads(agent_for(ts, [("read", {"path": "/cfg/settings.json"})]).run_sync("go").output)
+    assert out == [["read", "  1  {}"]] and asked == ["Read from /cfg/settings.json"]

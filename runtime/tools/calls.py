@@ -1,0 +1,246 @@
+"""`Tools(sandbox).call(name, params) -> str`: the agent-facing tools of definitions.py, answered
+over one Sandbox.
+
+    tools = Tools(root="examples/docs")
+    tools.call("grep", {"pattern": "language model", "glob": "**/*.md"})   # JSON text
+    tools.call("read", {"path": "guides/intro.md", "limit": 20})           # numbered lines
+
+grep, read, ls and find run here, in the trusted process, through FilesService over the
+sandbox (the policy, the safe opens, the per-document limits); run_fdsl runs its script through
+run_script in a fresh jailed worker over the same sandbox. Every failure is a ToolError whose
+message is what the model reads ("Kind: message", virtual paths only): a bad parameter names
+it, a script error is located in the script, anything unexpected is named by its type alone
+(its details could hold a host path) and logged.
+
+The two backends an index may replace later are `grep_backend` and `read_backend`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+
+from runtime.errors import ScriptError
+from runtime.fs.sandbox import Sandbox
+from runtime.fs.vfs import VirtualFS
+from runtime.services.documents import DocumentStore
+from runtime.services.files import FilesService
+from runtime.services.pdf import PdfExtractor
+from runtime.tools.definitions import MAX_LINE_CHARS, MAX_READ_CHARS, SPECS, TOOL_NAMES, ToolSpec, tool_definitions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CALL_TIMEOUT_S = 30.0  # grep/read/ls/find: the deadline of one call's walk and reads
+DEFAULT_MAX_OUTPUT = 100_000  # bytes a run_fdsl script may print
+_TYPES = {"string": str, "integer": int, "boolean": bool}
+_TYPE_NAMES = {str: "string", int: "integer", bool: "boolean", float: "number", list: "array", dict: "object",
+               type(None): "null"}
+
+
+class ToolError(Exception):
+    """A tool call that failed; str() is the message for the model ("Kind: message"), after
+    `before` (a failed script's output so far)."""
+
+    def __init__(self, kind: str, message: str, *, before: str = "") -> None:
+        super().__init__(f"{before}{kind}: {message}")
+        self.kind = kind
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_params(spec: ToolSpec, params: object) -> dict:
+    """The call's parameters checked against the spec (types, ranges, lengths, unknown keys),
+    with defaults applied; a ToolError naming the parameter otherwise. None counts as absent."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise ToolError("UsageError", f"{spec.name}: the parameters must be an object, not {_type_name(params)}")
+    names = [p.name for p in spec.params]
+    unknown = [key for key in params if key not in names]
+    if unknown:
+        raise ToolError("UsageError", f"{spec.name}: unknown parameter {_shown(unknown[0])} "
+                                      f"(parameters: {', '.join(names)})")
+    out = {}
+    for p in spec.params:
+        value = params.get(p.name)
+        if value is None:
+            if p.required:
+                raise ToolError("UsageError", f"{spec.name}: missing required parameter {p.name!r}")
+            out[p.name] = p.default
+            continue
+        if p.type == "integer" and isinstance(value, float) and value.is_integer():
+            value = int(value)  # some models write 10.0
+        expected = _TYPES[p.type]
+        if type(value) is not expected:  # bool is not an integer here
+            article = "an" if p.type == "integer" else "a"
+            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} must be {article} {p.type}, "
+                                          f"not {_type_name(value)}")
+        if p.max_length is not None and len(value) > p.max_length:
+            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} is too long ({len(value)} "
+                                          f"characters, at most {p.max_length})")
+        low = p.minimum if p.minimum is not None else value
+        high = p.maximum if p.maximum is not None else value
+        if p.type == "integer" and not low <= value <= high:
+            bounds = f"from {p.minimum} to {p.maximum}" if p.maximum is not None else f"{p.minimum} or more"
+            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} must be {bounds}, not {value}")
+        out[p.name] = value
+    return out
+
+
+def _type_name(value: object) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------------- backends
+
+
+def grep_backend(service: FilesService, pattern: str, glob: str | None, max_results: int,
+                 ignore_case: bool) -> dict:
+    """{"hits": [{"path", "line", "content"}], "total", "truncated", "skipped", "skipped_count"}:
+    matching lines of the documents whose root-relative path matches `glob`, in (path, line)
+    order (today FilesService). A glob's leading plain directories are where the walk starts
+    ("docs/**/*.md" walks docs only: faster, and a mount elsewhere that needs approval is not
+    touched); the same paths match."""
+    directory, rest = split_glob(glob)
+    return service.dir_grep(directory, pattern, rest, ignore_case, max_results)
+
+
+def split_glob(glob: str | None) -> tuple[str, str | None]:
+    """("docs/api", "**/*.md") for "docs/api/**/*.md": the leading components without wildcards,
+    and the rest (at least one component); ("/", glob) when there are none."""
+    if glob is None or glob.startswith("/"):
+        return "/", glob
+    parts = glob.split("/")
+    plain = 0
+    while plain < len(parts) - 1 and parts[plain] not in ("", ".", "..") and not set(parts[plain]) & set("*?["):
+        plain += 1
+    return "/" + "/".join(parts[:plain]), "/".join(parts[plain:])
+
+
+def read_backend(service: FilesService, path: str, offset: int, limit: int) -> tuple[list[str], int]:
+    """Lines offset .. offset+limit-1 (1-based) of a document, and how many it has."""
+    res, st = service.vfs.resolve_file(path)
+    lines = service.store.get(service.vfs, res, st).lines
+    return lines[offset - 1: offset - 1 + limit], len(lines)
+
+
+# ---------------------------------------------------------------------------------- the tools
+
+
+class Tools:
+    """The tools over `sandbox` (or `root`, mounted read-only at "/"). `approve(description)`
+    answers a mount's read approvals (None: refused). One call runs at a time."""
+
+    def __init__(self, sandbox: Sandbox | None = None, *, root: str | Path | None = None, approve=None,
+                 isolation: str = "best", memory_mb: int = 256, max_output: int = DEFAULT_MAX_OUTPUT,
+                 call_timeout: float = DEFAULT_CALL_TIMEOUT_S) -> None:
+        if sandbox is None:
+            from runtime.fs.options import sandbox_from_options
+
+            sandbox = sandbox_from_options(root if root is not None else ".")
+        self.sandbox = sandbox
+        self.approve = approve
+        self.isolation, self.memory_mb, self.max_output = isolation, memory_mb, max_output
+        self.call_timeout = call_timeout
+        self.vfs = VirtualFS(sandbox, approve=approve)
+        # documents stay parsed between calls (a read after a grep costs nothing)
+        self.store = DocumentStore(extractor=PdfExtractor(isolation=isolation))
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def definitions(format: str = "openai", *, strict: bool = False) -> list[dict]:
+        return tool_definitions(format, strict=strict)
+
+    def close(self) -> None:
+        """End the PDF extractor, if a PDF was read."""
+        self.store.close()
+
+    def call(self, name: str, params: dict | None = None) -> str:
+        """Run tool `name` with `params`; its text result, or a ToolError with the message."""
+        spec = SPECS.get(name) if isinstance(name, str) else None
+        if spec is None:
+            raise ToolError("UsageError", f"unknown tool: {_shown(name)} (tools: {', '.join(TOOL_NAMES)})")
+        args = check_params(spec, params)
+        with self._lock:
+            try:
+                return getattr(self, f"_{spec.name}")(**args)
+            except ToolError:
+                raise
+            except ScriptError as exc:  # the policy, a missing file, a bad regex or glob...
+                raise ToolError(exc.kind, str(exc)) from None
+            except Exception as exc:  # its message could hold a host path: the type only
+                log.exception("tool %s failed", spec.name)
+                raise ToolError("InternalError", f"{spec.name} failed unexpectedly ({type(exc).__name__})") from None
+
+    def _service(self) -> FilesService:
+        deadline = time.monotonic() + self.call_timeout
+        self.store.deadline = deadline
+        return FilesService(self.vfs, self.store, deadline=deadline)
+
+    def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
+        found = grep_backend(self._service(), pattern, glob, max_results, ignore_case)
+        results = [{**hit, "content": _cut_line(hit["content"])} for hit in found["hits"]]
+        out = {"results": results, "total": found["total"], "truncated": found["truncated"]}
+        if found.get("skipped_count"):
+            out["skipped"], out["skipped_count"] = found["skipped"], found["skipped_count"]
+        return json.dumps(out, ensure_ascii=False)
+
+    def _read(self, path: str, offset: int, limit: int) -> str:
+        lines, total = read_backend(self._service(), path, offset, limit)
+        if not lines:
+            return ""
+        width = max(3, len(str(offset + len(lines) - 1)))
+        shown, size = [], 0
+        for n, line in enumerate(lines, start=offset):
+            text = f"{n:>{width}}  {line}" if line else f"{n:>{width}}"
+            if size + len(text) > MAX_READ_CHARS and shown:
+                break
+            if len(text) > MAX_READ_CHARS:  # one line over the whole budget: its start, said to be cut
+                text = f"{text[:MAX_READ_CHARS]}... [line cut: {len(line)} characters]"
+            shown.append(text)
+            size += len(text) + 1
+        last = offset + len(shown) - 1
+        if last < total:
+            shown.append(f"[truncated: lines {offset}-{last} of {total} shown; read on with offset={last + 1}]")
+        return "\n".join(shown)
+
+    def _ls(self, path: str, offset: int, limit: int) -> str:
+        entries = self._service().dir_list(path)
+        return _page(entries, offset, limit)
+
+    def _find(self, glob: str, path: str, max_results: int) -> str:
+        entries = self._service().dir_find(path, glob)
+        return _page(entries, 0, max_results)
+
+    def _run_fdsl(self, script: str, timeout: int) -> str:
+        from runtime.api import run_script
+
+        result = run_script(script, sandbox=self.sandbox, approve=self.approve, filename="<run_fdsl>",
+                            timeout=float(timeout), memory_mb=self.memory_mb, max_output=self.max_output,
+                            isolation=self.isolation)
+        text = "".join(f"warning: {w}\n" for w in result.warnings) + result.output
+        if result.ok:
+            return text or "(the script printed nothing)"
+        if text and not text.endswith("\n"):
+            text += "\n"
+        kind = result.error_kind or "RuntimeError"
+        error = result.error or f"{kind}: the run failed"
+        raise ToolError(kind, error.removeprefix(f"{kind}: "), before=text)
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}... [line cut: {len(line)} characters]"
+
+
+def _page(entries: list[dict], offset: int, limit: int) -> str:
+    chosen = entries[offset: offset + limit]
+    return json.dumps({"entries": chosen, "total": len(entries), "truncated": offset + len(chosen) < len(entries)},
+                      ensure_ascii=False)

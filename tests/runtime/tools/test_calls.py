@@ -1,0 +1,247 @@
+"""runtime/tools/calls.py: Tools.call for grep, read, ls, find and run_fdsl over a sandbox whose
+host directory has a distinctive name that must never reach a result or an error; the seed's
+errors (document not found, invalid regex, unknown tool), cut results saying so, the read
+format, hostile parameters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runtime.tools import ToolError, Tools
+from tests.support import CANARY
+
+HOST_MARK = "HOSTDIR-q8z"  # in the host path of the root: never in what a model reads
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / HOST_MARK
+    root = base / "root"
+    (root / "billing" / "sub").mkdir(parents=True)
+    (root / "billing" / "refunds.md").write_text("# Refunds\n\nA refund takes 5 days.\nREFUND policy\n")
+    (root / "billing" / "sub" / "deep.md").write_text("nothing\nrefund here too\n")
+    (root / "account.txt").write_text("password reset\n")
+    (root / "many.txt").write_text("".join(f"hit {i}\n" for i in range(1, 151)))
+    (root / "wide.txt").write_text("hit " + "w" * 5000 + "\n")
+    (root / "tool.bin").write_bytes(b"hit\x00\x00binary")
+    (base / "canary.txt").write_text(CANARY)
+    (root / "escape.md").symlink_to(base / "canary.txt")
+    return root
+
+
+@pytest.fixture
+def tools(root: Path):
+    t = Tools(root=root)
+    yield t
+    t.close()
+
+
+def call(tools: Tools, name: str, params: dict) -> str:
+    text = tools.call(name, params)
+    assert HOST_MARK not in text and CANARY not in text
+    return text
+
+
+def error(tools: Tools, name, params) -> str:
+    with pytest.raises(ToolError) as info:
+        tools.call(name, params)
+    text = str(info.value)
+    assert HOST_MARK not in text and CANARY not in text and "Traceback" not in text
+    return text
+
+
+def test_grep_results_in_path_then_line_order_case_insensitive(tools):
+    out = json.loads(call(tools, "grep", {"pattern": "refund", "glob": "billing/**/*.md"}))
+    assert out == {"results": [
+        {"path": "billing/refunds.md", "line": 1, "content": "# Refunds"},
+        {"path": "billing/refunds.md", "line": 3, "content": "A refund takes 5 days."},
+        {"path": "billing/refunds.md", "line": 4, "content": "REFUND policy"},
+        {"path": "billing/sub/deep.md", "line": 2, "content": "refund here too"},
+    ], "total": 4, "truncated": False}
+    strict = json.loads(call(tools, "grep", {"pattern": "refund", "glob": "billing/*.md", "ignore_case": False}))
+    assert [r["line"] for r in strict["results"]] == [3] and strict["total"] == 1
+
+
+def test_a_globs_leading_directories_are_where_grep_walks():
+    from runtime.tools.calls import split_glob
+
+    assert split_glob(None) == ("/", None)
+    assert split_glob("*.md") == ("/", "*.md")
+    assert split_glob("billing/**/*.md") == ("/billing", "**/*.md")
+    assert split_glob("a/b/c.md") == ("/a/b", "c.md")
+    assert split_glob("a/*/b/c.md") == ("/a", "*/b/c.md")
+    assert split_glob("../x/*.md") == ("/", "../x/*.md") and split_glob("./a/b") == ("/", "./a/b")
+    assert split_glob("/a/b") == ("/", "/a/b") and split_glob("a//b") == ("/a", "/b")
+
+
+def test_grep_under_a_directory_leaves_a_mount_needing_approval_alone(tmp_path):
+    from runtime.fs.config import Mount, SandboxConfig
+    from runtime.fs.sandbox import Sandbox
+
+    for name in ("docs", "cfg"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "docs" / "a.md").write_text("alpha\n")
+    (tmp_path / "cfg" / "s.json").write_text("alpha\n")
+    sandbox = Sandbox(SandboxConfig(mounts=[Mount(host_path=tmp_path / "docs", mount_point="/docs"),
+                                            Mount(host_path=tmp_path / "cfg", mount_point="/cfg", read_approval=True)]))
+    tools = Tools(sandbox)
+    assert json.loads(tools.call("grep", {"pattern": "alpha", "glob": "docs/**"}))["results"] == \
+        [{"path": "docs/a.md", "line": 1, "content": "alpha"}]
+    with pytest.raises(ToolError, match="^SandboxError: List files in /: needs approval"):
+        tools.call("grep", {"pattern": "alpha"})
+    with pytest.raises(ToolError, match="^RuntimeError: no such directory: docs/nope"):
+        tools.call("grep", {"pattern": "alpha", "glob": "docs/nope/*.md"})
+    approved = Tools(sandbox, approve=lambda description: True)
+    assert json.loads(approved.call("grep", {"pattern": "alpha"}))["total"] == 2
+
+
+def test_grep_says_when_it_cut_the_results(tools):
+    out = json.loads(call(tools, "grep", {"pattern": r"^hit \d+$", "glob": "many.txt"}))
+    assert len(out["results"]) == 100 and out["total"] == 150 and out["truncated"] is True
+    assert out["results"][-1] == {"path": "many.txt", "line": 100, "content": "hit 100"}
+    few = json.loads(call(tools, "grep", {"pattern": r"^hit \d+$", "max_results": 3}))
+    assert len(few["results"]) == 3 and few["total"] == 150 and few["truncated"] is True
+
+
+def test_grep_cuts_a_huge_line_and_names_skipped_files(tools):
+    out = json.loads(call(tools, "grep", {"pattern": "^hit w"}))
+    (hit,) = out["results"]
+    assert hit["content"].endswith("... [line cut: 5004 characters]") and len(hit["content"]) < 2100
+    binary = json.loads(call(tools, "grep", {"pattern": "hit", "glob": "*.bin"}))
+    assert binary["results"] == [] and binary["skipped_count"] == 1
+    assert binary["skipped"][0]["path"] == "tool.bin" and "binary" in binary["skipped"][0]["reason"]
+
+
+def test_the_seeds_errors_are_clear_tool_errors(tools):
+    assert error(tools, "grep", {"pattern": "[unclosed"}).startswith("RuntimeError: invalid regex '[unclosed'")
+    assert error(tools, "read", {"path": "billing/nope.md"}).startswith("RuntimeError: no such file: billing/nope.md")
+    assert error(tools, "delete", {"path": "a"}) == \
+        "UsageError: unknown tool: 'delete' (tools: run_fdsl, grep, read, ls, find)"
+    assert error(tools, 42, {}).startswith("UsageError: unknown tool: 42")
+
+
+def test_bad_parameters_name_the_parameter(tools):
+    assert error(tools, "grep", {}) == "UsageError: grep: missing required parameter 'pattern'"
+    assert error(tools, "grep", {"pattern": "x", "glob2": "*"}) == \
+        "UsageError: grep: unknown parameter 'glob2' (parameters: pattern, glob, max_results, ignore_case)"
+    assert error(tools, "read", {"path": "a", "limit": "10"}) == \
+        "UsageError: read: parameter 'limit' must be an integer, not string"
+    assert error(tools, "read", {"path": "a", "offset": 0}) == \
+        "UsageError: read: parameter 'offset' must be 1 or more, not 0"
+    assert error(tools, "grep", {"pattern": "x" * 5000}) == \
+        "UsageError: grep: parameter 'pattern' is too long (5000 characters, at most 1000)"
+    assert error(tools, "ls", ["/"]) == "UsageError: ls: the parameters must be an object, not array"
+    assert "unknown parameter 'xxxxxxxx" in error(tools, "ls", {"x" * 10_000: 1})
+    assert len(error(tools, "ls", {"x" * 10_000: 1})) < 200
+    # None is "not given" (some clients send every optional field), 10.0 an integer
+    assert json.loads(call(tools, "ls", {"path": None, "limit": 10.0}))["total"] == 6
+
+
+def test_read_numbers_lines_and_pages_with_offset_and_limit(tools, root):
+    assert call(tools, "read", {"path": "billing/refunds.md"}) == \
+        "  1  # Refunds\n  2\n  3  A refund takes 5 days.\n  4  REFUND policy"
+    assert call(tools, "read", {"path": "/billing/refunds.md", "offset": 3, "limit": 1}) == \
+        "  3  A refund takes 5 days.\n[truncated: lines 3-3 of 4 shown; read on with offset=4]"
+    assert call(tools, "read", {"path": "billing/refunds.md", "offset": 4, "limit": 50}) == "  4  REFUND policy"
+    assert call(tools, "read", {"path": "billing/refunds.md", "offset": 5}) == ""
+    (root / "long.txt").write_text("".join(f"l{i}\n" for i in range(1, 2502)))
+    long = call(tools, "read", {"path": "long.txt"}).split("\n")
+    assert long[0] == "   1  l1" and long[1999] == "2000  l2000"
+    assert long[2000] == "[truncated: lines 1-2000 of 2501 shown; read on with offset=2001]" and len(long) == 2001
+
+
+def test_read_stops_at_its_character_budget_and_says_where_to_go_on(tools, root):
+    (root / "big.txt").write_text(("y" * 999 + "\n") * 1000)
+    lines = call(tools, "read", {"path": "big.txt"}).split("\n")
+    # 1006 characters a line with its newline: 198 lines fit in 200,000
+    assert len(lines) == 199 and lines[-1] == "[truncated: lines 1-198 of 1000 shown; read on with offset=199]"
+
+
+def test_read_of_one_line_over_the_budget_shows_its_start_and_says_it_was_cut(tools, root):
+    (root / "minified.js").write_text("z" * 300_000 + "\nnext\n")
+    first, trailer = call(tools, "read", {"path": "minified.js"}).split("\n")
+    assert first == "  1  " + "z" * 199_995 + "... [line cut: 300000 characters]"
+    assert trailer == "[truncated: lines 1-1 of 2 shown; read on with offset=2]"
+
+
+def test_read_gives_a_pdfs_text(tmp_path):
+    import pymupdf
+
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "first page text")
+    doc.new_page().insert_text((72, 72), "second page text")
+    doc.save(tmp_path / "m.pdf")
+    tools = Tools(root=tmp_path)
+    try:
+        assert tools.call("read", {"path": "m.pdf"}) == "  1  first page text\n  2\n  3\n  4  second page text"
+        assert json.loads(tools.call("grep", {"pattern": "SECOND"}))["results"] == \
+            [{"path": "m.pdf", "line": 4, "content": "second page text"}]
+    finally:
+        tools.close()
+
+
+def test_ls_and_find_page_and_say_when_cut(tools):
+    everything = json.loads(call(tools, "ls", {}))
+    assert [e["name"] for e in everything["entries"]] == \
+        ["account.txt", "billing", "escape.md", "many.txt", "tool.bin", "wide.txt"]
+    assert everything["total"] == 6 and everything["truncated"] is False
+    page = json.loads(call(tools, "ls", {"path": "/", "offset": 1, "limit": 2}))
+    assert [e["name"] for e in page["entries"]] == ["billing", "escape.md"]
+    assert page["total"] == 6 and page["truncated"] is True
+    found = json.loads(call(tools, "find", {"glob": "**/*.md", "max_results": 2}))
+    assert [e["path"] for e in found["entries"]] == ["billing/refunds.md", "billing/sub/deep.md"]
+    assert found["total"] == 3 and found["truncated"] is True
+    sub = json.loads(call(tools, "find", {"glob": "*.md", "path": "billing/sub"}))
+    assert [e["path"] for e in sub["entries"]] == ["billing/sub/deep.md"] and sub["truncated"] is False
+
+
+@pytest.mark.parametrize("name,params", [
+    ("read", {"path": "../canary.txt"}), ("read", {"path": "/../canary.txt"}), ("read", {"path": "escape.md"}),
+    ("ls", {"path": ".."}), ("find", {"glob": "*", "path": "../.."}), ("grep", {"pattern": "CANARY", "glob": "../*"}),
+])
+def test_the_policy_refuses_what_is_outside_the_root_without_naming_the_host(tools, name, params):
+    text = error(tools, name, params) if name != "grep" else call(tools, name, params)
+    if name == "grep":
+        assert json.loads(text)["results"] == []
+    else:
+        assert text.startswith(("SandboxError:", "RuntimeError:"))
+
+
+def test_an_unexpected_failure_is_named_by_its_type_only(tools, monkeypatch, root):
+    import runtime.tools.calls as calls
+
+    def broken(*args, **kwargs):
+        raise OSError(f"disk trouble at {root}/billing")
+
+    monkeypatch.setattr(calls, "grep_backend", broken)
+    assert error(tools, "grep", {"pattern": "x"}) == "InternalError: grep failed unexpectedly (OSError)"
+
+
+def test_run_fdsl_returns_the_output_or_the_located_error(tools):
+    script = 'hits = Directory("/").grep("refund", glob="billing/**/*.md")\nprint(len(hits), hits.total)\n'
+    assert call(tools, "run_fdsl", {"script": script}) == "4 4\n"
+    assert call(tools, "run_fdsl", {"script": "x = 1\n"}) == "(the script printed nothing)"
+    failed = error(tools, "run_fdsl", {"script": 'print("before")\nprint(File("nope.md").read())\n'})
+    assert failed.startswith("before\nRuntimeError: no such file: nope.md\n  at line 2, column 7\n")
+    syntax = error(tools, "run_fdsl", {"script": "for x in [1]\n    print(x)\n"})
+    assert syntax.startswith("SyntaxError:") and "at line 1, column" in syntax
+    escape = error(tools, "run_fdsl", {"script": 'print(File("../canary.txt").read())'})
+    assert escape.startswith("SandboxError:")
+
+
+LOOPS = "n = 0\nfor i in [1:1000]:\n    for j in [1:1000]:\n        for k in [1:1000]:\n            n = n + 1\n"
+
+
+def test_run_fdsl_timeout_is_a_located_timeout_error(tools):
+    text = error(tools, "run_fdsl", {"script": LOOPS, "timeout": 1})
+    assert text.startswith("TimeoutError:") and "at line" in text
+
+
+def test_run_fdsl_output_past_its_cap_says_it_was_cut(root):
+    tools = Tools(root=root, max_output=1000)
+    text = error(tools, "run_fdsl", {"script": 'for i in [1:500]:\n    print("line", i)\n'})
+    assert text.startswith("line 1\nline 2\n") and len(text) < 1200
+    assert text.endswith("\nLimitError: output limit exceeded: the script printed more than 1000 bytes")

@@ -1,0 +1,191 @@
+"""`fdsl mcp --root DIR` as a subprocess, driven by the official MCP SDK's client over stdio:
+every tool listed with the schemas definitions.py renders and called, the policy enforced (a
+path outside the root refused, no host path in any answer), the seed's errors and cut results
+as tool results, and stdout carrying JSON-RPC only."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio  # noqa: E402
+import mcp.types as types  # noqa: E402
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+
+from runtime.tools import tool_definitions  # noqa: E402
+from tests.support import CANARY, REPO  # noqa: E402
+
+HOST_MARK = "HOSTDIR-m4k"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    base = tmp_path / HOST_MARK
+    root = base / "root"
+    (root / "guides").mkdir(parents=True)
+    (root / "guides" / "intro.md").write_text("# Intro\n\nThe language model.\n")
+    (root / "many.txt").write_text("".join(f"row {i}\n" for i in range(1, 131)))
+    (base / "canary.txt").write_text(CANARY)
+    (root / "leak.md").symlink_to(base / "canary.txt")
+    return root
+
+
+def session_run(root: Path, steps):
+    """Start `fdsl mcp --root root`, initialize, run `await steps(session)`, return its result."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "runtime.cli", "mcp", "--root", str(root)],
+                                   cwd=str(REPO))
+    out = {}
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    out["init"] = await session.initialize()
+                    out["result"] = await steps(session)
+
+    anyio.run(main)
+    return out
+
+
+def text_of(result: types.CallToolResult) -> str:
+    (content,) = result.content
+    assert HOST_MARK not in content.text and CANARY not in content.text and "Traceback" not in content.text
+    return content.text
+
+
+def test_a_client_lists_and_calls_every_tool(root):
+    async def steps(session: ClientSession):
+        listed = await session.list_tools()
+        calls = {
+            "grep": ("grep", {"pattern": "LANGUAGE"}),
+            "read": ("read", {"path": "guides/intro.md", "offset": 3}),
+            "ls": ("ls", {"path": "/guides"}),
+            "find": ("find", {"glob": "**/*.md"}),
+            "run_fdsl": ("run_fdsl", {"script": 'print(len(Directory("/").files()), "files")'}),
+            "cut": ("grep", {"pattern": "row", "max_results": 5}),
+        }
+        return listed, {key: await session.call_tool(name, args) for key, (name, args) in calls.items()}
+
+    out = session_run(root, steps)
+    assert out["init"].server_info.name == "filesdsl" and "grep" in out["init"].instructions
+    listed, results = out["result"]
+    assert [t.model_dump(by_alias=True, exclude_none=True) for t in listed.tools] == tool_definitions("mcp")
+    assert not any(r.is_error for r in results.values())
+    assert json.loads(text_of(results["grep"]))["results"] == \
+        [{"path": "guides/intro.md", "line": 3, "content": "The language model."}]
+    assert text_of(results["read"]) == "  3  The language model."
+    assert [e["path"] for e in json.loads(text_of(results["ls"]))["entries"]] == ["guides/intro.md"]
+    assert [e["path"] for e in json.loads(text_of(results["find"]))["entries"]] == ["guides/intro.md", "leak.md"]
+    assert text_of(results["run_fdsl"]) == "2 files\n"  # the link leading outside is no file
+    cut = json.loads(text_of(results["cut"]))
+    assert len(cut["results"]) == 5 and cut["total"] == 130 and cut["truncated"] is True
+
+
+def test_errors_and_refusals_are_tool_errors_without_host_paths(root):
+    async def steps(session: ClientSession):
+        calls = [
+            ("read", {"path": "../canary.txt"}), ("read", {"path": "leak.md"}), ("ls", {"path": "/.."}),
+            ("run_fdsl", {"script": 'print(File("../canary.txt").read())'}),
+            ("read", {"path": "guides/nope.md"}), ("grep", {"pattern": "[unclosed"}), ("delete", {"path": "x"}),
+            ("grep", {"pattern": "x", "max_results": 1000}), ("read", {}),
+            ("run_fdsl", {"script": 'print("so far")\nprint(1 / 0)\n'}),
+        ]
+        return [await session.call_tool(name, args) for name, args in calls]
+
+    results = session_run(root, steps)["result"]
+    assert all(r.is_error for r in results)
+    texts = [text_of(r) for r in results]
+    assert texts[0].startswith("SandboxError: path '../canary.txt' climbs above the root")
+    assert texts[1].startswith("SandboxError:") and "outside the sandbox" in texts[1]
+    assert texts[2].startswith("SandboxError:")
+    assert texts[3].startswith("SandboxError:") and "at line 1" in texts[3]
+    assert texts[4].startswith("RuntimeError: no such file: guides/nope.md")
+    assert texts[5].startswith("RuntimeError: invalid regex '[unclosed'")
+    assert texts[6].startswith("UsageError: unknown tool: 'delete'")
+    assert texts[7] == "UsageError: grep: parameter 'max_results' must be from 1 to 100, not 1000"
+    assert texts[8] == "UsageError: read: missing required parameter 'path'"
+    assert texts[9].startswith("so far\n") and "at line 2" in texts[9]
+
+
+def test_stdout_carries_the_protocol_only(root):
+    """Raw JSON-RPC over the pipe: every line the server writes is a JSON-RPC message, also while
+    a script prints and a tool fails."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "run_fdsl", "arguments": {"script": 'for i in [1:50]:\n    print("noise", i)\n'}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "read", "arguments": {"path": "/nope"}}},
+    ]
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "mcp", "--root", str(root)], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    replies = []
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                replies.append(json.loads(proc.stdout.readline()))
+        rest, stderr = proc.communicate(timeout=30)  # closes stdin: the server ends
+    finally:
+        proc.kill()
+    assert rest == "" and proc.returncode == 0, stderr
+    assert [r["id"] for r in replies] == [1, 2, 3] and all(r["jsonrpc"] == "2.0" for r in replies)
+    noise = replies[1]["result"]
+    assert noise["isError"] is False and noise["content"][0]["text"].endswith("noise 50\n")
+    assert replies[2]["result"]["isError"] is True
+
+
+def test_a_bad_root_is_a_usage_error_before_serving(tmp_path: Path):
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "mcp", "--root", str(tmp_path / "nowhere")],
+                          cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and proc.stdout == "" and "not a directory" in proc.stderr
+
+
+def test_fdsl_run_never_loads_the_mcp_sdk(tmp_path: Path):
+    (tmp_path / "s.fdsl").write_text("print(1)\n")
+    code = ("import sys, runtime.cli\n"
+            f"code = runtime.cli.main(['run', {str(tmp_path / 's.fdsl')!r}, '--root', {str(tmp_path)!r}])\n"
+            "assert code == 0 and 'mcp' not in sys.modules and 'runtime.tools' not in sys.modules, sorted(sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "1\n"
+
+
+@pytest.mark.parametrize("yes", [False, True])
+def test_a_configs_mounts_and_approvals_through_mcp(tmp_path: Path, yes: bool):
+    """--config's policy holds through MCP: a suffix the mount does not allow is refused, and a
+    mount with read approval is read only with --yes (nobody can be asked on a terminal)."""
+    for name in ("docs", "cfg"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "docs" / "a.md").write_text("alpha\n")
+    (tmp_path / "docs" / "b.json").write_text("{}\n")
+    (tmp_path / "cfg" / "s.txt").write_text("secret setting\n")
+    (tmp_path / "sandbox.toml").write_text(
+        '[[mounts]]\nhost_path = "docs"\nmount_point = "/docs"\nsuffixes = [".md"]\n\n'
+        '[[mounts]]\nhost_path = "cfg"\nmount_point = "/cfg"\nread_approval = true\n')
+    params = StdioServerParameters(command=sys.executable, cwd=str(REPO), args=[
+        "-m", "runtime.cli", "mcp", "--config", str(tmp_path / "sandbox.toml"), *(["--yes"] if yes else [])])
+
+    async def main():
+        with anyio.fail_after(60):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    return [await session.call_tool("read", {"path": path})
+                            for path in ("/docs/a.md", "/docs/b.json", "/cfg/s.txt")]
+
+    a, b, s = anyio.run(main)
+    assert not a.is_error and a.content[0].text == "  1  alpha"
+    assert b.is_error and b.content[0].text.startswith("SandboxError:") and str(tmp_path) not in b.content[0].text
+    if yes:
+        assert not s.is_error and s.content[0].text == "  1  secret setting"
+    else:
+        assert s.is_error and "needs approval" in s.content[0].text
