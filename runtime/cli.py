@@ -314,6 +314,10 @@ def run_command(args) -> int:
             from runtime.manycmd import command_run_many
 
             return command_run_many(args)
+        if args.command == "server":
+            from runtime.serverctl import server_command
+
+            return server_command([args.action])
         if args.command == "mcp":
             return command_mcp(args)
         if args.command in ("ls", "find"):

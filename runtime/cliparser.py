@@ -144,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-pdf-pages", type=int, default=DEFAULT_MAX_PDF_PAGES, metavar="N",
                      help=f"pages of one PDF (default {DEFAULT_MAX_PDF_PAGES})")
     run.add_argument("--lang", choices=sorted(LANGUAGES), help="language (default: by extension)")
+    run.add_argument("--no-server", action="store_true",
+                     help="run in this process, not through the per-user server (as FDSL_NO_SERVER=1 or CI=1 do)")
     run.add_argument("--verbose", action="store_true", help="print timings, resource figures and the hardening layers to stderr")
     run.add_argument("--json", action="store_true",
                      help="print one JSON object on stdout: exit_code, output, error (kind, message, line, column, text), "
@@ -200,6 +202,8 @@ def add_other_commands(commands) -> None:
     ls.add_argument("--limit", type=int, default=0, metavar="N", help="print at most N entries (default 0: all)")
     add_sandbox_options(ls)
     add_run_many(commands)
+    server = commands.add_parser("server", help="the per-user server behind `fdsl run` (docs/scale.md)")
+    server.add_argument("action", choices=("start", "stop", "status"))
     find = commands.add_parser("find", help="find entries under a directory of the sandbox by glob")
     find.add_argument("path", help="virtual directory")
     find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")

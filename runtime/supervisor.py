@@ -50,6 +50,11 @@ def worker_command(preload: bool = False) -> list[str]:
     return jailed_command("sandbox_worker.main", ("RestrictedPython",), "main(preload=True)" if preload else "main()")
 
 
+# Workers this process started ahead for its next runs (runtime/server.py's runners): a run with
+# every layer takes the first, others start their own.
+PRESTARTED: list[subprocess.Popen] = []
+
+
 def start_worker(preload: bool = False) -> subprocess.Popen:
     """A fresh worker waiting for its start frame: a clean environment, only its three pipes,
     its own session and process group."""
@@ -137,6 +142,8 @@ class WorkerRun:
         return result
 
     def _spawn(self) -> None:
+        if self.proc is None and PRESTARTED and "layers" not in self.start_frame:
+            self.proc = PRESTARTED.pop(0)
         if self.proc is None:
             self.proc = start_worker()
         proc = self.proc

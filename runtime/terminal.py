@@ -31,6 +31,9 @@ def terminal_safe(text: str) -> str:
     return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\u{ord(c):04x}" for c in text)
 
 
+# The terminal approvals are asked on (runtime/server.py's runners use the client's, passed to them).
+CONTROLLING_TTY = "/dev/tty"
+
 # Written before a prompt: resets colours, character set and cursor whatever was printed before.
 PROMPT_RESET = "\x1b[0m\x1b(B\x1b[?25h\r\n"
 
@@ -51,7 +54,7 @@ class TerminalApprover:
     def _ask_tty(self, question: str) -> str | None:
         """Ask on /dev/tty and return the answer line, or None when there is no terminal."""
         try:
-            fd = os.open("/dev/tty", os.O_RDWR | getattr(os, "O_NOCTTY", 0) | safeio.O_CLOEXEC)
+            fd = os.open(CONTROLLING_TTY, os.O_RDWR | getattr(os, "O_NOCTTY", 0) | safeio.O_CLOEXEC)
         except OSError:
             return None
         try:

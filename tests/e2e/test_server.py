@@ -1,0 +1,213 @@
+"""`fdsl run` through the per-user server (runtime/client.py, runtime/server.py): the same
+results as in process, limits and signals included; only this user is served; a killed or
+stale server is replaced; CI and --no-server run in process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support import REPO
+
+SERVER_ENV_DROP = ("CI", "FDSL_NO_SERVER", "FDSL_SERVER_DIR")
+
+
+@pytest.fixture
+def server_dir(tmp_path):
+    directory = tmp_path / "srv"
+    yield directory
+    subprocess.run([sys.executable, "-m", "runtime.client", "server", "stop"], cwd=REPO, env=env_for(directory),
+                   capture_output=True, timeout=60)
+    pid_file = directory / "server.pid"
+    if pid_file.exists():
+        try:
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
+def env_for(directory, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
+    env["FDSL_SERVER_DIR"] = str(directory)
+    env.update(extra)
+    return env
+
+
+def fdsl(directory, *args, cwd=REPO, stdin=None, **extra):
+    return subprocess.run([sys.executable, "-m", "runtime.client", *map(str, args)], cwd=cwd, input=stdin,
+                          env=env_for(directory, **extra), capture_output=True, text=True, timeout=120)
+
+
+def in_process(*args, cwd=REPO, stdin=None):
+    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)], cwd=cwd, input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def server_pid(directory) -> int:
+    return int((directory / "server.pid").read_text().split()[0])
+
+
+CASES = {
+    "ok": ("print(len(Directory(\"/\").files()))\n", []),
+    "error": ("x = 1\nprint(File(\"/nope.txt\").read())\n", []),
+    "syntax": ("print(1 +)\n", []),
+    "timeout": ("x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n", ["--timeout", "1"]),
+    "memory": ("x = \"a\" * 500000000\nprint(len(x))\n", ["--memory", "64"]),
+    "output": ("for i in [1:100000]:\n    print(\"line\", i)\n", ["--max-output", "1000"]),
+    "usage": ("print(1)\n", ["--memory", "0"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_run_through_the_server_is_the_run_in_process(server_dir, tmp_path, case):
+    source, options = CASES[case]
+    script = tmp_path / "s.fdsl"
+    script.write_text(source)
+    (tmp_path / "a.txt").write_text("a\n")
+    served = fdsl(server_dir, "run", script, "--root", tmp_path, *options)
+    local = in_process("run", script, "--root", tmp_path, *options)
+
+    def seen(proc):  # where a timeout finds the loop varies from run to run: its first line only
+        return proc.returncode, proc.stdout, proc.stderr.splitlines()[0] if case == "timeout" else proc.stderr
+
+    assert seen(served) == seen(local)
+    assert (server_dir / "server.sock").exists()  # it did go through the server
+
+
+def test_relative_paths_stdin_and_the_environment_are_the_clients(server_dir, tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n")
+    served = fdsl(server_dir, "run", "-", "--root", "docs", cwd=tmp_path, stdin='print(Directory("/").files())\n')
+    assert served.returncode == 0 and served.stdout == "[a.md]\n", served.stderr
+    status = fdsl(server_dir, "server", "status")
+    assert status.returncode == 0 and "runs served" in status.stdout
+
+
+def _the_running_worker(directory) -> psutil.Process:
+    server = psutil.Process(server_pid(directory))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for proc in server.children(recursive=True):
+            try:
+                if "sandbox_worker.main" in " ".join(proc.cmdline()) and proc.cpu_times().user > 0.3:
+                    return proc
+            except psutil.Error:
+                continue
+        time.sleep(0.05)
+    raise AssertionError("no worker ran the script")
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_to_the_client_ends_the_script_and_its_worker(server_dir, tmp_path, signum, code):
+    script = tmp_path / "spin.fdsl"
+    script.write_text(CASES["timeout"][0])
+    fdsl(server_dir, "server", "start")
+    client = subprocess.Popen([sys.executable, "-m", "runtime.client", "run", str(script), "--root", str(tmp_path),
+                               "--timeout", "60"], cwd=REPO, env=env_for(server_dir), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    worker = _the_running_worker(server_dir)
+    group = os.getpgid(worker.pid)
+    client.send_signal(signum)
+    _, err = client.communicate(timeout=30)
+    assert client.returncode == code
+    assert err == f"fdsl: stopped by {signal.Signals(signum).name}; the script's worker and every process it started were ended\n"
+    gone, alive = psutil.wait_procs([worker], timeout=10)
+    assert not alive
+    assert not [p for p in psutil.process_iter() if _group(p) == group]
+
+
+def _group(proc) -> int | None:
+    try:
+        return os.getpgid(proc.pid)
+    except OSError:
+        return None
+
+
+@pytest.fixture
+def reachable_server_dir():
+    """A server directory another user can reach (its parents too): pytest's tmp is root's only."""
+    import shutil
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="fdsl-srv-", dir="/tmp")) / "srv"
+    yield directory
+    subprocess.run([sys.executable, "-m", "runtime.client", "server", "stop"], cwd=REPO, env=env_for(directory),
+                   capture_output=True, timeout=60)
+    shutil.rmtree(directory.parent, ignore_errors=True)
+
+
+def test_another_users_connection_is_refused(reachable_server_dir):
+    if os.getuid() != 0:
+        pytest.skip("needs root to connect as another user")
+    server_dir = reachable_server_dir
+    fdsl(server_dir, "server", "start")
+    os.chmod(server_dir.parent, 0o711)
+    os.chmod(server_dir, 0o711)  # let the other user reach the socket: the peer check must refuse it
+    os.chmod(server_dir / "server.sock", 0o666)
+    child = os.fork()
+    if child == 0:
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(server_dir / "server.sock"))
+            data = sock.recv(4096)
+            code = 0 if b"this server serves only its own user" in data else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_killed_server_is_started_again(server_dir, tmp_path):
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path).stdout == "7\n"
+    first = server_pid(server_dir)
+    os.kill(first, signal.SIGKILL)
+    again = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
+    assert again.returncode == 0 and again.stdout == "7\n", again.stderr
+    assert server_pid(server_dir) != first
+
+
+def test_a_stale_server_is_replaced(server_dir, tmp_path):
+    server_dir.mkdir(mode=0o700)
+    old = subprocess.Popen([sys.executable, "-m", "runtime.server", "--dir", str(server_dir), "--build", "another"],
+                           cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (server_dir / "server.sock").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (tmp_path / "s.fdsl").write_text("print(8)\n")
+    served = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
+    assert served.returncode == 0 and served.stdout == "8\n", served.stderr
+    assert old.wait(timeout=30) == 0  # the stale one stopped
+    assert server_pid(server_dir) != old.pid
+
+
+def test_an_unsafe_server_directory_means_in_process_with_a_note(tmp_path):
+    open_dir = tmp_path / "open"
+    open_dir.mkdir(mode=0o755)
+    os.chmod(open_dir, 0o755)
+    (tmp_path / "s.fdsl").write_text("print(9)\n")
+    served = fdsl(open_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
+    assert served.returncode == 0 and served.stdout == "9\n"
+    assert "fdsl: running in process:" in served.stderr and "closed to others" in served.stderr
+    assert not (open_dir / "server.sock").exists()
+
+
+@pytest.mark.parametrize("how", [["--no-server"], "CI", "FDSL_NO_SERVER"])
+def test_no_server_and_ci_run_in_process(server_dir, tmp_path, how):
+    (tmp_path / "s.fdsl").write_text("print(10)\n")
+    args = ["run", tmp_path / "s.fdsl", "--root", tmp_path] + (how if isinstance(how, list) else [])
+    extra = {} if isinstance(how, list) else {how: "1"}
+    served = fdsl(server_dir, *args, **extra)
+    assert served.returncode == 0 and served.stdout == "10\n"
+    assert not (server_dir / "server.sock").exists()
