@@ -18,9 +18,9 @@ stale: it is stopped and a new one started.
 
 from __future__ import annotations
 
+import _signal  # not `signal`: its enums cost the client start-up time
+import _socket
 import os
-import signal
-import socket
 import sys
 
 from runtime.serverctl import ServerUnavailable, _stop_stale, ask, build_id, connect, reply, server_command, server_dir
@@ -68,11 +68,11 @@ def run_through_server(argv: list[str]) -> int:
         return int(answer.get("code", 1))
     if answer.get("t") == "refused":
         raise ServerUnavailable(str(answer.get("msg", "the server refused the run")))
-    print(f"fdsl: the server stopped during the run (its log: {directory / 'server.log'})", file=sys.stderr)
+    print(f"fdsl: the server stopped during the run (its log: {directory}/server.log)", file=sys.stderr)
     return 1
 
 
-def _wait(sock: socket.socket) -> dict:
+def _wait(sock: _socket.socket) -> dict:
     """The server's answer; meanwhile Ctrl-C, SIGTERM and SIGHUP go to the running command."""
 
     def forward(signum, _frame):
@@ -81,8 +81,8 @@ def _wait(sock: socket.socket) -> dict:
         except OSError:
             pass
 
-    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, forward) for signum in handled}
+    handled = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+    previous = {signum: _signal.signal(signum, forward) for signum in handled}
     try:
         while True:
             message = reply(sock)
@@ -92,7 +92,7 @@ def _wait(sock: socket.socket) -> dict:
                 return message
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            _signal.signal(signum, handler)
         sock.close()
 
 

@@ -6,13 +6,13 @@ is the server. Standard library and the wire protocol only: the client imports t
 
 from __future__ import annotations
 
-import hashlib
+import _socket  # not `socket`: its enums cost the client a tenth of an interpreter's start
+import array
 import os
-import socket
 import stat
 import sys
 import time
-from pathlib import Path
+import zlib
 
 from wire import protocol
 
@@ -24,18 +24,22 @@ class ServerUnavailable(Exception):
     pass
 
 
-def server_dir() -> Path:
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the project's import root
+
+
+def server_dir() -> str:
     """This user's private server directory, made if missing; refused unless it is a real
     directory owned by this user and closed to everyone else."""
     base = os.environ.get("FDSL_SERVER_DIR")
     if base:
-        path = Path(base)
+        path = base
     elif os.environ.get("XDG_RUNTIME_DIR"):
-        path = Path(os.environ["XDG_RUNTIME_DIR"]) / "fdsl"
+        path = os.path.join(os.environ["XDG_RUNTIME_DIR"], "fdsl")
     else:
-        path = Path(f"/tmp/fdsl-{os.getuid()}")
+        path = f"/tmp/fdsl-{os.getuid()}"
     try:
-        path.mkdir(mode=0o700, exist_ok=True)
+        if not os.path.lexists(path):
+            os.mkdir(path, 0o700)
         st = os.lstat(path)
     except OSError as exc:
         raise ServerUnavailable(f"cannot make the server directory {path}: {exc.strerror}") from None
@@ -46,23 +50,23 @@ def server_dir() -> Path:
 
 def build_id() -> str:
     """What the server must have been started from: this interpreter and the project's files."""
-    digest = hashlib.sha256(sys.executable.encode())
-    root = Path(__file__).resolve().parents[1]
+    seen = [sys.executable]
     for package in PACKAGES:
-        for folder, dirs, files in os.walk(root / package):
+        for folder, dirs, files in os.walk(os.path.join(ROOT, package)):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
                 if name.endswith((".py", ".lark")):
                     st = os.stat(os.path.join(folder, name))
-                    digest.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
-    return digest.hexdigest()[:16]
+                    seen.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    data = "\n".join(seen).encode()
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"  # a change detector, not a defence: same user
 
 
-def connect(directory: Path, build: str, start: bool = True) -> socket.socket:
+def connect(directory: str, build: str, start: bool = True) -> _socket.socket:
     """A connection to a server of this build, started (or restarted) if need be."""
     import fcntl
 
-    with open(directory / "start.lock", "a") as lock:
+    with open(os.path.join(directory, "start.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts the server, the others wait for it
         try:
             return _dial(directory)
@@ -76,45 +80,50 @@ def connect(directory: Path, build: str, start: bool = True) -> socket.socket:
                 return _dial(directory)
             except OSError:
                 if time.monotonic() > deadline:
-                    raise ServerUnavailable(f"the server did not start (see {directory / 'server.log'})") from None
+                    raise ServerUnavailable(f"the server did not start (see {directory}/server.log)") from None
                 time.sleep(0.02)
 
 
-def _dial(directory: Path) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _dial(directory: str) -> _socket.socket:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        sock.connect(str(directory / "server.sock"))
+        sock.connect(os.path.join(directory, "server.sock"))
     except OSError:
         sock.close()
         raise
     return sock
 
 
-def _start(directory: Path, build: str) -> None:
+def _start(directory: str, build: str) -> None:
     import subprocess
 
-    log = open(directory / "server.log", "ab")
+    log = open(os.path.join(directory, "server.log"), "ab")
     subprocess.Popen([sys.executable, "-m", "runtime.server", "--dir", str(directory), "--build", build],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=str(Path(__file__).resolve().parents[1]),
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
                      close_fds=True, start_new_session=True)
     log.close()
 
 
-def ask(sock: socket.socket, message: dict, fds: list[int] = ()) -> None:
-    socket.send_fds(sock, [protocol.encode(message)], list(fds))
+def ask(sock: _socket.socket, message: dict, fds: list[int] = ()) -> None:
+    """A request, with descriptors passed along (SCM_RIGHTS) when `fds` names some."""
+    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    data = protocol.encode(message)
+    sent = sock.sendmsg([data], ancillary)
+    if sent < len(data):
+        sock.sendall(data[sent:])
 
 
-def reply(sock: socket.socket) -> dict | None:
+def reply(sock: _socket.socket) -> dict | None:
     try:
         return protocol.read_frame(sock.fileno(), protocol.MAX_REQUEST_BYTES)
     except (EOFError, OSError, protocol.ProtocolError):
         return None
 
 
-def _stop_stale(directory: Path, sock: socket.socket) -> None:
+def _stop_stale(directory: str, sock: _socket.socket) -> None:
     """A stale server stops itself once it has answered; wait until its socket is gone."""
     deadline = time.monotonic() + START_TIMEOUT_S
-    while (directory / "server.sock").exists() and time.monotonic() < deadline:
+    while os.path.exists(os.path.join(directory, "server.sock")) and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
