@@ -22,6 +22,17 @@ example:
       print(f, f.snippets("install", max_results=1))
 """
 
+# The same, in the room a tool description has (OpenAI's, on some deployments, is 1,024 characters).
+FILESDSL_COMPACT = """\
+FilesDSL: Python-like, read-only; paths are inside the sandbox ("/" is its root); ints, true/false.
+d = Directory(path): d.files() d.list() d.find("**/*.md") d.search(regex, scope="name"|"content"|"both")
+  d.grep(regex, glob=None, max_results=100) -> hits .path .line .content
+f = File(path): f.read(pages=None) f.page_count f.lines(offset, limit) f.search(regex) -> pages
+  f.contains(regex) f.snippets(regex) f.table() f.head() f.tail()
+for x in xs: / if / elif / else:; [1, 3:5] ranges, xs[-1], xs[1:3]; print len str int sorted min max sum
+search() and grep() lists have .total .truncated .skipped: print them when they matter.
+"""
+
 PROMPTSCRIPT = """\
 PromptScript (.ps): orchestration over the project (--project DIR, read-write; writes ask).
   values   numbers, true/false/null, "strings", arrays [..], objects {key: value}

@@ -246,7 +246,12 @@ def command_mcp(args) -> int:
     """`fdsl mcp`: the agent tools over the sandbox, as a stdio MCP server (runtime/tools/mcpserver.py).
     Nobody can be asked on a terminal: a mount's approvals are granted with --yes, refused without."""
     check_limits(memory_mb=args.memory)
+    if args.root is None and not args.mount and args.config is None:
+        raise UsageError("fdsl mcp: name what to serve with --root DIR (or --mount, --config); an MCP client "
+                         "may start the server anywhere, so it never serves the directory it starts in")
     sandbox = build_sandbox(args)
+    if any(os.path.realpath(mount.host) == "/" for mount in sandbox.mounts):
+        raise UsageError("fdsl mcp: the machine's root directory would be open to the model; serve a directory of documents")
     try:
         import mcp  # noqa: F401  (the official SDK: an optional dependency)
     except ImportError as exc:

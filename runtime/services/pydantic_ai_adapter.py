@@ -239,6 +239,8 @@ class PydanticAIFileSystemToolset(FunctionToolset[Any]):
         if seed_name not in TOOLS:
             seed_name = name
         if self._tools is not None and seed_name in AGENT_TOOLS:  # reading tools: the sandbox's policy decides
+            if not isinstance(tool_args, dict):  # valid JSON, but not the object of parameters
+                raise ModelRetry(f"{seed_name}: the parameters must be a JSON object")
             return await super().call_tool(name, tool_args, ctx, tool)
         decision = self._fs.needs_approval(seed_name, tool_args, ctx)
         if decision.is_blocked:

@@ -88,7 +88,8 @@ def check_params(spec: ToolSpec, params: object) -> dict:
         high = p.maximum if p.maximum is not None else value
         if p.type == "integer" and not low <= value <= high:
             bounds = f"from {p.minimum} to {p.maximum}" if p.maximum is not None else f"{p.minimum} or more"
-            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} must be {bounds}, not {value}")
+            shown = value if value.bit_length() < 64 else f"a number of {value.bit_length()} bits"
+            raise ToolError("UsageError", f"{spec.name}: parameter {p.name!r} must be {bounds}, not {shown}")
         out[p.name] = value
     return out
 
@@ -166,10 +167,9 @@ class Tools:
         spec = SPECS.get(name) if isinstance(name, str) else None
         if spec is None:
             raise ToolError("UsageError", f"unknown tool: {_shown(name)} (tools: {', '.join(TOOL_NAMES)})")
-        args = check_params(spec, params)
         with self._lock:
             try:
-                return getattr(self, f"_{spec.name}")(**args)
+                return getattr(self, f"_{spec.name}")(**check_params(spec, params))
             except ToolError:
                 raise
             except ScriptError as exc:  # the policy, a missing file, a bad regex or glob...

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime.cheatsheet import FILESDSL
+from runtime.cheatsheet import FILESDSL_COMPACT
 
 FORMATS = ("openai", "anthropic", "mcp")
 
@@ -34,6 +34,7 @@ DEFAULT_RUN_TIMEOUT_S = 30
 MAX_RUN_TIMEOUT_S = 120
 MAX_LINE_CHARS = 2000  # a grep hit's line is cut past this (a minified file is one huge line)
 MAX_READ_CHARS = 200_000  # one read's text; past it the read stops and says where to go on
+MAX_DESCRIPTION_CHARS = 1024  # a tool description's room on the strictest API (OpenAI on some deployments)
 
 
 @dataclass(frozen=True)
@@ -143,12 +144,9 @@ RUN_FDSL = ToolSpec(
     name="run_fdsl",
     title="Run a FilesDSL script",
     description=(
-        "Run a FilesDSL script over the sandbox's documents (read-only) in a jailed worker and return what "
-        "it printed. Use it to combine many reads and searches in one call. A failing script returns the "
-        "output so far and its error located in the script ('RuntimeError: ... at line L, column C' with "
-        f"the line). Limits: script at most {MAX_SCRIPT_CHARS} characters, `timeout` seconds (default "
-        f"{DEFAULT_RUN_TIMEOUT_S}, at most {MAX_RUN_TIMEOUT_S}), output capped. Lists from search() and "
-        "grep() carry .total and .truncated: print them.\n\n" + FILESDSL
+        "Run a FilesDSL script over the documents in a jailed worker; returns what it printed, or the "
+        "output so far and the error at its line and column. Many reads and searches in one call. "
+        f"`timeout` seconds (default {DEFAULT_RUN_TIMEOUT_S}); output capped.\n" + FILESDSL_COMPACT
     ),
     params=(
         Param("script", "string", "The FilesDSL source.", required=True, max_length=MAX_SCRIPT_CHARS),

@@ -452,6 +452,15 @@ def test_agent_tool_failures_reach_the_model_without_host_paths(world):
     assert "grep: parameter 'max_results' must be from 1 to 100, not 5000" in out[4][1]
 
 
+def test_agent_tool_arguments_that_are_not_an_object_are_sent_back(world):
+    sb, _ = world
+    ts = PydanticAIFileSystemToolset(sb, agent_tools=True)
+    result = agent_for(ts, [("grep", "[1, 2]")], [("read", '"hello"')]).run_sync("go")
+    out = json.loads(result.output)
+    assert [name for name, _ in out] == ["grep", "read"]
+    assert all("must be a JSON object" in text for _, text in out), out
+
+
 def test_agent_tools_read_an_approval_mount_when_the_approver_says_yes(world):
     sb, _ = world
     asked = []

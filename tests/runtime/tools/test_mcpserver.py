@@ -6,6 +6,7 @@ as tool results, and stdout carrying JSON-RPC only."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -147,6 +148,17 @@ def test_a_bad_root_is_a_usage_error_before_serving(tmp_path: Path):
     proc = subprocess.run([sys.executable, "-m", "runtime.cli", "mcp", "--root", str(tmp_path / "nowhere")],
                           cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and proc.stdout == "" and "not a directory" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "name what to serve with --root DIR"),
+    (["--root", "/"], "the machine's root directory would be open to the model"),
+])
+def test_the_server_serves_only_a_directory_it_is_given(tmp_path: Path, args, message):
+    """An MCP client may start the server anywhere (even in /): it never serves where it starts."""
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "mcp", *args], cwd="/", capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
 
 
 def test_fdsl_run_never_loads_the_mcp_sdk(tmp_path: Path):
