@@ -22,6 +22,7 @@ from runtime.supervisor import Limits, run_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
+SESSION_PDF_CPU_S = 600  # CPU seconds of a PDF extractor shared by the runs of a session
 ISOLATIONS = ("best", "strict")  # the hardening a run needs: what the machine has, or every layer
 
 
@@ -225,9 +226,11 @@ def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation
         raise RunSetupError(f"option(s) {', '.join(sorted(options))}: FilesDSL has no language options")
     store = shared.get("store") if shared is not None else None
     if store is None:
+        # A session's extractor serves many runs: a CPU budget of its own (SESSION_PDF_CPU_S), renewed when spent
         store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20,
                               extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
-                                                     max_pages=limits.max_pdf_pages, isolation=isolation))
+                                                     max_pages=limits.max_pdf_pages, isolation=isolation,
+                                                     cpu_seconds=SESSION_PDF_CPU_S if shared is not None else None))
         if shared is not None:
             shared["store"] = store
     store.begin_run(deadline)

@@ -288,7 +288,12 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(args)
     except Stopped as exc:
         name = signal.Signals(exc.signum).name
-        print(f"fdsl: stopped by {name}; the script's worker and every process it started were ended", file=sys.stderr)
+        message = f"stopped by {name}; the script's worker and every process it started were ended"
+        print(f"fdsl: {message}", file=sys.stderr)
+        if getattr(args, "json", False):  # --json's one object, even now
+            print(json.dumps({"exit_code": 128 + exc.signum, "output": "", "error": {
+                "kind": "Stopped", "message": message, "line": None, "column": None, "text": f"Stopped: {message}"},
+                "figures": {}, "warnings": [], "layers": None}))
         return 128 + exc.signum
     finally:
         for signum, handler in previous.items():

@@ -306,6 +306,7 @@ class DocumentStore:
         damaged documents it will be told about counted afresh."""
         self.deadline = deadline
         self.damaged, self.damaged_count = [], 0
+        self.extractor.fit_deadline(deadline)
 
     def close(self) -> None:
         """End the PDF extractor (if one was started)."""

@@ -35,13 +35,19 @@ _REPLY_SLACK = 1 << 20
 
 class PdfExtractor:
     def __init__(self, *, memory_bytes: int = DEFAULT_PDF_MEMORY_BYTES, max_pages: int = DEFAULT_MAX_PDF_PAGES,
-                 max_text_bytes: int = DEFAULT_MAX_PDF_TEXT_BYTES, isolation: str = "best") -> None:
+                 max_text_bytes: int = DEFAULT_MAX_PDF_TEXT_BYTES, isolation: str = "best",
+                 cpu_seconds: int | None = None) -> None:
+        """`cpu_seconds`: the extractor's CPU limit when it serves many runs (a Session, a tool
+        server: it is replaced when what is left cannot cover a run, fit_deadline); None: the
+        time left to the deadline it starts under (one run's)."""
         self.memory_bytes = memory_bytes
+        self.cpu_seconds = cpu_seconds
         self.max_pages = max_pages
         self.max_text_bytes = max_text_bytes
         self.isolation = isolation
         self.layers: dict | None = None
         self.started = 0  # extractor processes started (one per run unless one died)
+        self.cpu_limit = 0  # the running extractor's RLIMIT_CPU, in seconds
         self._proc: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
@@ -58,8 +64,9 @@ class PdfExtractor:
         # test or a library caller), not with the broker process.
         weakref.finalize(self, self._kill, proc)
         cpu = START_SECONDS if deadline is None else max(1.0, deadline - time.monotonic())
+        self.cpu_limit = int(min(max(cpu, self.cpu_seconds or 0), 10 ** 6)) + 2
         start = {"t": "start", "max_pages": self.max_pages, "max_text_bytes": self.max_text_bytes,
-                 "limits": {"memory_bytes": self.memory_bytes, "cpu_seconds": int(min(cpu, 10 ** 6)) + 2}}
+                 "limits": {"memory_bytes": self.memory_bytes, "cpu_seconds": self.cpu_limit}}
         try:
             protocol.write_frame(proc.stdin.fileno(), start)
             ready = self._receive(proc, deadline if deadline is not None else time.monotonic() + START_SECONDS,
@@ -117,6 +124,27 @@ class PdfExtractor:
                 stream.close()
             except OSError:
                 pass
+
+    def fit_deadline(self, deadline: float | None) -> None:
+        """A new run (or tool call) shares this extractor up to `deadline`: if the CPU time its
+        process has left cannot cover that, end it now; the next PDF starts a fresh one. (Its
+        CPU limit was set from the deadline it started under; a Session or a tool server keeps it
+        across many.)"""
+        with self._lock:
+            proc = self._proc
+            if proc is None or proc.poll() is not None:
+                return
+            import psutil
+
+            try:  # the process and its child (the PID namespace's pid 1, which does the work)
+                outer = psutil.Process(proc.pid)
+                used = sum(sum(p.cpu_times()[:2]) for p in [outer, *outer.children(recursive=True)])
+            except psutil.Error:
+                used = float(self.cpu_limit)
+            needed = START_SECONDS if deadline is None else max(1.0, deadline - time.monotonic())
+            if self.cpu_limit - used < needed + 1:
+                self._kill(proc)
+                self._proc = None
 
     def close(self) -> None:
         with self._lock:

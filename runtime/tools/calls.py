@@ -134,6 +134,9 @@ def read_backend(service: FilesService, path: str, offset: int, limit: int) -> t
 # ---------------------------------------------------------------------------------- the tools
 
 
+TOOLS_PDF_CPU_S = 600  # the PDF extractor serves many calls: its CPU budget, renewed when a call needs more
+
+
 class Tools:
     """The tools over `sandbox` (or `root`, mounted read-only at "/"). `approve(description)`
     answers a mount's read approvals (None: refused). One call runs at a time."""
@@ -151,7 +154,7 @@ class Tools:
         self.call_timeout = call_timeout
         self.vfs = VirtualFS(sandbox, approve=approve)
         # documents stay parsed between calls (a read after a grep costs nothing)
-        self.store = DocumentStore(extractor=PdfExtractor(isolation=isolation))
+        self.store = DocumentStore(extractor=PdfExtractor(isolation=isolation, cpu_seconds=TOOLS_PDF_CPU_S))
         self._lock = threading.Lock()
 
     @staticmethod
@@ -180,7 +183,7 @@ class Tools:
 
     def _service(self) -> FilesService:
         deadline = time.monotonic() + self.call_timeout
-        self.store.deadline = deadline
+        self.store.begin_run(deadline)  # the call's deadline, its own damaged-PDF warnings, an extractor with CPU left
         return FilesService(self.vfs, self.store, deadline=deadline)
 
     def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
@@ -189,11 +192,13 @@ class Tools:
         out = {"results": results, "total": found["total"], "truncated": found["truncated"]}
         if found.get("skipped_count"):
             out["skipped"], out["skipped_count"] = found["skipped"], found["skipped_count"]
+        if self.store.warnings():
+            out["warnings"] = self.store.warnings()
         return json.dumps(out, ensure_ascii=False)
 
     def _read(self, path: str, offset: int, limit: int) -> str:
         lines, total = read_backend(self._service(), path, offset, limit)
-        if not lines:
+        if not lines:  # the seed's answer for an offset past the end (and an empty document)
             return ""
         width = max(3, len(str(offset + len(lines) - 1)))
         shown, size = [], 0
@@ -208,6 +213,7 @@ class Tools:
         last = offset + len(shown) - 1
         if last < total:
             shown.append(f"[truncated: lines {offset}-{last} of {total} shown; read on with offset={last + 1}]")
+        shown += [f"[warning: {warning}]" for warning in self.store.warnings()]
         return "\n".join(shown)
 
     def _ls(self, path: str, offset: int, limit: int) -> str:

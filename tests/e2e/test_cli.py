@@ -230,6 +230,26 @@ def test_sigint_and_sigterm_end_the_worker_with_one_line(tmp_path, signum, code)
     assert not alive, alive
 
 
+def test_a_stopped_run_with_json_still_prints_its_one_object(tmp_path):
+    import json
+
+    import psutil
+
+    path = script(tmp_path, "x = 0\nfor j in [1:1000000]:\n    for i in [1:1000000]:\n        x = x + i\n")
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "run", str(path), "--root", str(tmp_path), "--json"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 20
+    while not parent.children(recursive=True) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(2)
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    obj = json.loads(out)
+    assert obj["exit_code"] == 130 and obj["error"]["kind"] == "Stopped"
+
+
 def test_help_shows_each_language_on_one_screen_and_the_full_reference_on_demand():
     proc = fdsl("--help")
     assert proc.returncode == 0 and "FilesDSL (.fdsl):" in proc.stdout and "PromptScript (.ps):" in proc.stdout

@@ -136,3 +136,21 @@ def test_an_unknown_language_is_a_usage_error(docs):
     with Session(root=str(docs), workers=0) as session:
         r = session.run("print(1)\n", lang="py")
         assert r.exit_code == 2 and "lang must be one of" in r.error
+
+
+def test_the_pdf_extractor_serves_many_runs_and_is_renewed_when_its_cpu_is_spent(docs):
+    import pymupdf
+
+    doc = pymupdf.open()
+    for i in range(20):
+        doc.new_page().insert_text((72, 72), f"page {i}")
+    doc.save(docs / "a.pdf")
+    with Session(root=str(docs), timeout=5) as session:
+        for _ in range(3):
+            assert session.run('print(File("/a.pdf").page_count)\n').output == "20\n"
+            os.utime(docs / "a.pdf")  # changed: parsed again, by the same extractor
+        extractor = session.shared["store"].extractor
+        assert extractor.started == 1
+        extractor.cpu_limit = 1  # as if spent: too little left for a run of 5 s
+        assert session.run('print(File("/a.pdf").page_count)\n').output == "20\n"
+        assert extractor.started == 2

@@ -245,3 +245,26 @@ def test_run_fdsl_output_past_its_cap_says_it_was_cut(root):
     text = error(tools, "run_fdsl", {"script": 'for i in [1:500]:\n    print("line", i)\n'})
     assert text.startswith("line 1\nline 2\n") and len(text) < 1200
     assert text.endswith("\nLimitError: output limit exceeded: the script printed more than 1000 bytes")
+
+
+def test_a_damaged_pdf_is_read_in_part_and_said_to_be(root, tools):
+    import pymupdf
+
+    doc = pymupdf.open()
+    for i in range(3):
+        doc.new_page().insert_text((72, 72), f"page {i} " * 5)
+    data = doc.tobytes()
+    (root / "half.pdf").write_bytes(data[: len(data) // 2])
+    warning = "damaged PDF repaired on opening, whose text may be incomplete: half.pdf"
+    text = call(tools, "read", {"path": "half.pdf"})
+    assert "page 0 page 0" in text and text.endswith(f"[warning: {warning}]")
+    out = json.loads(call(tools, "grep", {"pattern": "page 0", "glob": "*.pdf"}))
+    assert out["total"] == 1 and out["warnings"] == [warning]
+    out = json.loads(call(tools, "grep", {"pattern": "refund", "glob": "billing/**"}))
+    assert "warnings" not in out  # each call says what it met, not what an earlier one did
+
+
+def test_grep_never_reaches_through_a_symlink_out_of_the_root(tools):
+    for params in ({"pattern": "CANARY"}, {"pattern": "CANARY", "glob": "*.md"}, {"pattern": ".", "glob": "escape.md"}):
+        out = json.loads(call(tools, "grep", params))
+        assert all(hit["path"] != "escape.md" for hit in out["results"]), out
