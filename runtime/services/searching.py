@@ -54,3 +54,11 @@ def matching_lines(pat: Pattern, doc: Document, searcher: Searcher):
         if idx + 1 >= len(starts):
             return
         pos = starts[idx + 1]
+
+
+def numbered(lines: list[str], first: int):
+    """Lines as memexfs `read` shows them: the number right-aligned to max(3, digits of the
+    last number), two spaces and the line (an empty line is just its number)."""
+    width = max(3, len(str(first + len(lines) - 1)))
+    for n, line in enumerate(lines, start=first):
+        yield f"{n:>{width}}  {line}" if line else f"{n:>{width}}"
