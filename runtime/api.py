@@ -15,6 +15,7 @@ from runtime.broker import Broker, Handlers
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
+from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
@@ -199,10 +200,11 @@ def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation
     store = DocumentStore(memory_bytes=limits.broker_memory_mb << 20, deadline=deadline,
                           extractor=PdfExtractor(memory_bytes=limits.pdf_memory_mb << 20,
                                                  max_pages=limits.max_pdf_pages, isolation=isolation))
+    index = RunIndex()
     service = FilesService(VirtualFS(sandbox, approve=approve), store, deadline=deadline,
-                           max_reply_bytes=limits.max_reply_bytes)
+                           max_reply_bytes=limits.max_reply_bytes, index=index)
     return Handlers(file_handlers(service), close=store.close,
-                    finish=lambda result: result.warnings.extend(store.warnings()))
+                    finish=lambda result: result.warnings.extend(store.warnings() + index.warnings))
 
 
 def promptscript_run(sandbox, **kwargs) -> Handlers:
