@@ -4,9 +4,13 @@ in the broker (trusted side), fed only through VirtualFS.
 - `open_index(root_or_sandbox)`: every regular file under "/" that reads as a document (text,
   markdown, PDF text; binary files and files over the size limit are left out and counted in
   `skipped`). Its persistent file (runtime/index/store.py, default_path) is loaded when it is
-  present and trusted, and refreshed in memory: every grep and read first compares each file's
-  (size, mtime_ns) with what was indexed and re-reads what changed (a file modified less than
-  RACY_NS before it was read is re-read every time, as its time cannot tell a later change).
+  present and trusted, and refreshed in memory (the tree walked, what changed re-read).
+- Freshness: on open (or `refresh()`) every file, then per query every document answered
+  from: its (size, mtime_ns) is compared with what was indexed and a changed file is re-read
+  before it is searched or read (a file modified less than RACY_NS before it was read is
+  re-read every time, as its time cannot tell a later change). A file added since the last
+  walk, or changed so that it now matches where it could not before, is seen after
+  `refresh()`; FilesDSL's own searches (runtime/index/prefilter.py) walk at every query.
 - `Index.from_blob(path)`: a packed index (`pack(path)`, `fdsl index pack DIR -o FILE`): a
   snapshot with its texts, no directory behind it.
 - `grep(pattern, glob=None, max_results=100, ignore_case=True)` -> {"hits": [{path, line,
@@ -27,6 +31,7 @@ from pathlib import Path
 
 from runtime.errors import LimitError, ScriptError
 from runtime.fs import paths
+from runtime.fs.entries import WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.index import store
 from runtime.index.tokens import TokenIndex, tokens_of
@@ -148,15 +153,14 @@ class Index:
             rx = compile_glob(glob) if glob is not None else None
         except ScriptError as exc:
             raise MemexError(str(exc)) from None
-        self.refresh()
         bitmap = self.tokens.candidates(pattern, ignore_case)
+        docs = self.tokens.docs
+        keys = [k for k in self._keys() if (rx is None or rx.match(k)) and (bitmap is None or bitmap >> docs[k].id & 1)]
         searcher = Searcher(self.deadline)
         hits: list[dict] = []
         total = 0
-        for key in self._keys():
-            if rx is not None and not rx.match(key):
-                continue
-            if bitmap is not None and not bitmap >> self.tokens.docs[key].id & 1:
+        for key in keys:
+            if not self._current(key):
                 continue
             kind, text = self.texts[key]
             doc = Document(key, kind, [], text)
@@ -186,17 +190,22 @@ class Index:
             key = paths.relative(paths.split(path))
         except ScriptError:
             raise MemexError(f"document not found: {path}") from None
-        if self.vfs is not None:
-            try:
-                res, st = self.vfs.resolve_file(key)
-            except ScriptError:
-                self._drop(key)
-                raise MemexError(f"document not found: {key}") from None
-            if self.tokens.fresh(key, st.st_size, st.st_mtime_ns) is None:
-                self.refresh()
-        if key not in self.texts:
+        if not self._current(key):
             raise MemexError(f"document not found: {key}")
         return key
+
+    def _current(self, key: str) -> bool:
+        """Is `key` a document now? Its file is checked, and re-read if it changed."""
+        if self.vfs is None:
+            return key in self.texts
+        try:
+            res, st = self.vfs.resolve_file(key)
+        except ScriptError:
+            self._drop(key)
+            return False
+        if self.tokens.fresh(key, st.st_size, st.st_mtime_ns) is None:
+            self._learn(WalkEntry(res.vpath, key, res.parts[-1], "file", st, st, res.real, None, res.loc))
+        return key in self.texts
 
     def stats(self) -> dict:
         texts = self.texts

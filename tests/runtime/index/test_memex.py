@@ -174,8 +174,10 @@ def test_grep_equals_a_full_scan(corpus, script, glob, max_results):
         for step in script + [("query", "alpha", True)]:
             if step[0] == "write":
                 clock.write(root, step[1], step[2])
+                index.refresh()
             elif step[0] == "delete":
                 (root / step[1]).unlink(missing_ok=True)
+                index.refresh()
             else:
                 try:
                     expected = plain.dir_grep("/", step[1], glob, step[2], max_results)
@@ -185,3 +187,19 @@ def test_grep_equals_a_full_scan(corpus, script, glob, max_results):
                     continue
                 del expected["skipped"], expected["skipped_count"]
                 assert index.grep(step[1], glob, max_results, step[2]) == expected
+
+
+def test_a_document_answered_from_is_checked_at_each_query(docs):
+    index = open_index(docs)
+    assert index.grep("5 days")["total"] == 1
+    clock = Clock()
+    clock.ns += 20_000 * 10**9
+    clock.write(docs, "billing/refunds.md", "# Refunds\nnow 9 days\n")
+    assert index.grep("5 days")["total"] == 0  # a candidate: its file is checked, and re-read
+    assert index.grep("9 days")["hits"] == [{"path": "billing/refunds.md", "line": 2, "content": "now 9 days"}]
+    (docs / "billing/refunds.md").unlink()
+    assert index.grep("9 days")["total"] == 0
+    clock.write(docs, "late.md", "9 days late\n")
+    assert index.grep("late")["total"] == 0  # not walked since open
+    index.refresh()
+    assert index.grep("late")["total"] == 1
