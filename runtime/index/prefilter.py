@@ -21,7 +21,7 @@ from runtime.index import store
 from runtime.index.memex import trusted_mtime
 from runtime.index.tokens import TokenIndex, tokens_of
 
-MAX_TOKENS = 5_000_000  # distinct tokens one mount's index may hold; past it, documents are not learned
+MAX_TOKENS = 1_000_000  # distinct tokens one mount's index may hold; past it, documents are not learned
 
 
 def key_of(loc: Location) -> str:
@@ -87,12 +87,15 @@ class RunIndex:
             return
         tokens = self.tokens(loc.mount)
         key = key_of(loc)
-        if tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None or len(tokens.postings) > MAX_TOKENS:
+        if tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None:
             return
         mtime_ns = trusted_mtime(st.st_mtime_ns, read_ns)
         if mtime_ns < 0:
             return  # too recent to be told from a later change: it is searched every time
-        tokens.add(key, st.st_size, mtime_ns, tokens_of(text))
+        found = tokens_of(text)
+        if len(tokens.postings) + len(found) > MAX_TOKENS:
+            return  # the index is full: this document is searched every time
+        tokens.add(key, st.st_size, mtime_ns, found)
         self.learned += 1
 
 

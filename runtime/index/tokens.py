@@ -11,6 +11,8 @@ of a regex.
   substring scan of the vocabulary (a run found in more than MAX_VOCAB_HITS tokens adds no
   constraint). The candidates are the intersection; a literal without a word character, or a
   pattern without literals, gives None: every document.
+- A token over MAX_TOKEN_CHARS is not kept (a hostile document could hold one of megabytes):
+  its document is filed under WILD instead, a candidate of every pattern.
 - So a document left out provably holds no match; one kept is only a candidate, and the
   caller searches its text with the regex engine.
 """
@@ -24,6 +26,8 @@ from dataclasses import dataclass
 from runtime.index.fold import fold, required_literals
 
 WORD = re.compile(r"\w+")
+MAX_TOKEN_CHARS = 64
+WILD = ""  # never a token: the documents with a token too long to keep
 MAX_VOCAB_HITS = 20_000
 _CACHED_RUNS = 256
 
@@ -69,6 +73,8 @@ class TokenIndex:
         bit = 1 << doc_id
         postings = self.postings
         added = False
+        if any(len(token) > MAX_TOKEN_CHARS for token in tokens):
+            tokens = [token for token in tokens if len(token) <= MAX_TOKEN_CHARS] + [WILD]
         for token in tokens:
             old = postings.get(token)
             if old is None:
@@ -103,7 +109,9 @@ class TokenIndex:
             docs = self._literal_docs(literal)
             if docs is not None:
                 result = docs if result is None else result & docs
-        return None if result is None else result & self.live
+        if result is None:
+            return None
+        return (result | self.postings.get(WILD, 0)) & self.live
 
     def _literal_docs(self, literal: str) -> int | None:
         result = None
@@ -152,7 +160,7 @@ class TokenIndex:
 
     def _vocabulary(self) -> tuple[str, list[int], list[str]]:
         if self._vocab is None:
-            tokens = sorted(self.postings)
+            tokens = sorted(token for token in self.postings if token != WILD)
             starts, pos = [], 0
             for token in tokens:
                 starts.append(pos)

@@ -123,3 +123,15 @@ def test_a_file_rewritten_with_the_same_text_is_still_found(tmp_path):
     clock.write(tmp_path, "a.txt", "alpha ")
     assert indexed.dir_grep(".", "alpha", None, True)["total"] == 1
     assert indexed.file_contains("a.txt", "alpha", True) is True
+
+
+def test_a_document_with_an_overlong_token_is_always_a_candidate(tmp_path):
+    clock = Clock()
+    clock.write(tmp_path, "long.txt", "x" * 100 + "needle" + "y" * 100 + "\n")
+    clock.write(tmp_path, "short.txt", "nothing\n")
+    plain, indexed = services(tmp_path)
+    for pattern in ("needle", "xneedley", "zzz"):
+        for _ in range(2):
+            assert indexed.dir_grep(".", pattern, None, True) == plain.dir_grep(".", pattern, None, True)
+    assert indexed.index.learned == 2
+    assert indexed.dir_grep(".", "needle", None, True)["total"] == 1
