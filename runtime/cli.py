@@ -318,6 +318,10 @@ def run_command(args) -> int:
             return command_doctor(args)
         if args.command == "audit":
             return command_audit(args)
+        if args.command == "index":
+            from runtime.index.cli import command_index
+
+            return command_index(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

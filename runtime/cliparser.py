@@ -154,3 +154,6 @@ def add_other_commands(commands) -> None:
     find.add_argument("glob", help="glob on the path relative to PATH ('**/*.md')")
     find.add_argument("--json", action="store_true", help="print the entries as JSON with @type")
     add_sandbox_options(find)
+    from runtime.index.cli import add_index_command
+
+    add_index_command(commands)
