@@ -115,7 +115,8 @@ def _collect(seq, out: list[str]) -> None:
     flush()
 
 
-def required_literals(source: str, ignore_case: bool = True) -> list[str] | None:
+@functools.lru_cache(maxsize=256)
+def required_literals(source: str, ignore_case: bool = True) -> tuple[str, ...] | None:
     """Folded strings every match of `source` (Python syntax, MULTILINE) contains; None: no
     such string of MIN_LITERAL characters or more (every document is a candidate)."""
     flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
@@ -127,5 +128,5 @@ def required_literals(source: str, ignore_case: bool = True) -> list[str] | None
         _collect(tree, found)
     except (re.error, RecursionError, ValueError, TypeError, OverflowError):
         return None
-    pieces = sorted({fold(p) for p in found if len(p) >= MIN_LITERAL}, key=lambda p: (-len(p), p))
+    pieces = tuple(sorted({fold(p) for p in found if len(p) >= MIN_LITERAL}, key=lambda p: (-len(p), p)))
     return pieces or None

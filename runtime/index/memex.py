@@ -37,7 +37,7 @@ from runtime.index import store
 from runtime.index.tokens import TokenIndex, tokens_of
 from runtime.services.documents import Document, DocumentStore, parse_pdf, text_of
 from runtime.services.globs import compile_glob
-from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, matching_lines, numbered
+from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, line_starts, matching_lines, numbered
 from runtime.services.textsearch import Searcher, compile_pattern
 
 RACY_NS = 2_000_000_000
@@ -69,6 +69,7 @@ class Index:
         self.skipped: dict[str, str] = {}
         self._store = DocumentStore(deadline=deadline) if vfs is not None else None
         self._sorted: list[str] | None = None
+        self._parsed: dict[str, tuple[Document, list[int]]] = {}  # key -> its lines and their offsets
 
     # ------------------------------------------------------------------ building
 
@@ -118,6 +119,7 @@ class Index:
     def _drop(self, key: str) -> None:
         self.tokens.remove(key)
         self.texts.pop(key, None)
+        self._parsed.pop(key, None)
         self._sorted = None
 
     def _learn(self, e) -> None:
@@ -136,6 +138,7 @@ class Index:
         self.skipped.pop(e.rel, None)
         self.tokens.add(e.rel, st.st_size, trusted_mtime(st.st_mtime_ns, read_ns), tokens_of(text))
         self.texts[e.rel] = (kind, text)
+        self._parsed.pop(e.rel, None)
         self._sorted = None
 
     # ------------------------------------------------------------------ the seed's operations
@@ -154,21 +157,31 @@ class Index:
         except ScriptError as exc:
             raise MemexError(str(exc)) from None
         bitmap = self.tokens.candidates(pattern, ignore_case)
-        docs = self.tokens.docs
-        keys = [k for k in self._keys() if (rx is None or rx.match(k)) and (bitmap is None or bitmap >> docs[k].id & 1)]
+        if bitmap is None:
+            keys = self._keys()
+        else:
+            keys = sorted(self.tokens.keys[i] for i in self.tokens.ids(bitmap))
         searcher = Searcher(self.deadline)
         hits: list[dict] = []
         total = 0
         for key in keys:
+            if rx is not None and not rx.match(key):
+                continue
             if not self._current(key):
                 continue
-            kind, text = self.texts[key]
-            doc = Document(key, kind, [], text)
-            for idx in matching_lines(pat, doc, searcher):
+            doc, starts = self._doc(key)
+            for idx in matching_lines(pat, doc, searcher, starts):
                 total += 1
                 if len(hits) < max_results:
                     hits.append({"path": key, "line": idx + 1, "content": doc.lines[idx]})
         return {"hits": hits, "total": total, "truncated": total > len(hits)}
+
+    def _doc(self, key: str) -> tuple[Document, list[int]]:
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            kind, text = self.texts[key]
+            parsed = self._parsed[key] = (Document(key, kind, [], text), line_starts(text))
+        return parsed
 
     def _keys(self) -> list[str]:
         if self._sorted is None:
@@ -180,8 +193,7 @@ class Index:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise MemexError(f"{name} must be an integer of 1 or more, not {value!r}")
         key = self._document(path)
-        kind, text = self.texts[key]
-        lines = Document(key, kind, [], text).lines
+        lines = self._doc(key)[0].lines
         return "\n".join(numbered(lines[offset - 1: offset - 1 + limit], offset))
 
     def _document(self, path: str) -> str:

@@ -36,11 +36,16 @@ class Skipped:
         return {"skipped": self.shown, "skipped_count": self.count}
 
 
-def matching_lines(pat: Pattern, doc: Document, searcher: Searcher):
+def line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+
+
+def matching_lines(pat: Pattern, doc: Document, searcher: Searcher, starts: list[int] | None = None):
     """Indexes of the lines of `doc` holding a match, each once, in order (a match spanning
-    lines counts on the line where it starts)."""
+    lines counts on the line where it starts). `starts`: line_starts(doc.text), when kept."""
     text = doc.text
-    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+    if starts is None:
+        starts = line_starts(text)
     count = len(doc.lines)
     pos = 0
     while pos <= len(text):

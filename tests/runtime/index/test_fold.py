@@ -53,13 +53,13 @@ def test_fold_keeps_lengths_and_matches_the_table(text):
 
 
 def test_required_literals():
-    assert required_literals("password reset") == ["password reset"]
-    assert required_literals(r"\bPass(word)? reset[.]md") == [" reset.md", "pass"]
+    assert required_literals("password reset") == ("password reset",)
+    assert required_literals(r"\bPass(word)? reset[.]md") == (" reset.md", "pass")
     assert required_literals("price|cost") is None
     assert required_literals("ab") is None  # shorter than a trigram
-    assert required_literals("(?x) h e l l o") == ["hello"]
-    assert required_literals(r"foo\r\nbar") == ["bar", "foo"]  # cut at line breaks
-    assert required_literals("(abc)+x(def)?") == ["abc"]
+    assert required_literals("(?x) h e l l o") == ("hello",)
+    assert required_literals(r"foo\r\nbar") == ("bar", "foo")  # cut at line breaks
+    assert required_literals("(abc)+x(def)?") == ("abc",)
     assert required_literals("(abc)*") is None
     assert required_literals("[unclosed") is None
     assert required_literals(r"(?=abc)\w") is None
