@@ -135,3 +135,41 @@ def test_a_document_with_an_overlong_token_is_always_a_candidate(tmp_path):
             assert indexed.dir_grep(".", pattern, None, True) == plain.dir_grep(".", pattern, None, True)
     assert indexed.index.learned == 2
     assert indexed.dir_grep(".", "needle", None, True)["total"] == 1
+
+
+def test_pdf_pages_through_the_index(tmp_path):
+    import os
+
+    from tests.e2e.conftest import make_pdf
+
+    make_pdf(tmp_path / "report.pdf", ["Introduction\nthe scope", "Methods\nlanguage model", "Results\nmodel wins"])
+    os.utime(tmp_path / "report.pdf", (1_000_000_000, 1_000_000_000))
+    Clock().write(tmp_path, "sub/other.md", "no such words\n")
+    plain, indexed = services(tmp_path)
+    try:
+        for _ in range(2):  # the second time, the index knows both files
+            for pattern, ignore_case in (("model", True), ("MODEL", False), ("^Results", True), ("scope\nMethods", False),
+                                         ("nothing", True), (r"language\s+model", True)):
+                assert answers(indexed, pattern, ignore_case, ["report.pdf"]) == answers(plain, pattern, ignore_case, ["report.pdf"])
+        assert indexed.file_search("report.pdf", "model", True) == [2, 3]
+        assert indexed.index.learned == 2
+    finally:
+        plain.store.close()
+        indexed.store.close()
+
+
+def test_a_refused_approval_is_refused_through_the_index_too(tmp_path):
+    from runtime.errors import ApprovalDeniedError
+    from runtime.fs.config import Mount, SandboxConfig
+    from runtime.fs.sandbox import Sandbox
+
+    clock = Clock()
+    clock.write(tmp_path, "a.txt", "alpha words\n")
+    sandbox = Sandbox(SandboxConfig(mounts=[Mount(host_path=tmp_path, mount_point="/", read_approval=True)]))
+    answers_given = iter([True, True, False])
+    indexed = FilesService(VirtualFS(sandbox, approve=lambda _: next(answers_given)), index=RunIndex(persistent=False))
+    assert indexed.file_contains("a.txt", "alpha", False) is True  # read, approved, learned
+    assert indexed.index.learned == 1
+    fresh = FilesService(VirtualFS(sandbox, approve=lambda _: False), index=indexed.index)
+    with pytest.raises(ApprovalDeniedError):
+        fresh.file_contains("a.txt", "zzz", False)  # ruled out by the index, still asked, refused
