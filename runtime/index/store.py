@@ -153,15 +153,18 @@ def _read(con: sqlite3.Connection, with_texts: bool) -> tuple[TokenIndex, dict[s
     tokens = TokenIndex()
     texts: dict[str, tuple[str, str]] = {}
     columns = "id, path, size, mtime_ns, kind" + (", text" if with_texts else "")
+    records = []
     for row in con.execute(f"SELECT {columns} FROM docs ORDER BY id"):
         doc_id, key, size, mtime_ns, kind = row[:5]
-        tokens.add(_checked_path(key), size, mtime_ns, (), doc_id=doc_id)
+        records.append((doc_id, _checked_path(key), size, mtime_ns))
         if with_texts:
             texts[key] = (kind, _inflate(row[5]))
+    tokens.load(records)
     width = (tokens.next_id + 7) // 8
-    postings = tokens.postings
-    for token, blob in con.execute("SELECT token, docs FROM postings"):
-        if not isinstance(token, str) or not isinstance(blob, bytes) or len(blob) > width:
-            raise StoreError("the index holds malformed postings")
-        postings[token] = int.from_bytes(blob, "little")
+    bad = con.execute("SELECT count(*) FROM postings WHERE typeof(token) != 'text' OR typeof(docs) != 'blob' "
+                      "OR length(docs) > ?", (width,)).fetchone()[0]
+    if bad:
+        raise StoreError("the index holds malformed postings")
+    from_bytes = int.from_bytes
+    tokens.postings.update((token, from_bytes(blob, "little")) for token, blob in con.execute("SELECT token, docs FROM postings"))
     return tokens, texts

@@ -91,6 +91,19 @@ class TokenIndex:
         self.live |= bit
         return doc_id
 
+    def load(self, records: list[tuple[int, str, int, int]]) -> None:
+        """Documents (id, key, size, mtime_ns) of a stored index, before its postings."""
+        live = 0
+        for doc_id, key, size, mtime_ns in records:
+            self.docs[key] = DocRecord(doc_id, size, mtime_ns)
+            self.keys[doc_id] = key
+            live |= 1 << doc_id
+        self.live |= live
+        self.next_id = max(self.next_id, max((r[0] for r in records), default=-1) + 1)
+        self._vocab = None
+        self._runs.clear()
+        self._run_docs.clear()
+
     def remove(self, key: str) -> None:
         rec = self.docs.pop(key, None)
         if rec is not None:
