@@ -29,13 +29,14 @@ import sys
 import time
 from pathlib import Path
 
+from runtime.budget import mib
 from runtime.errors import LimitError, ScriptError
 from runtime.fs import paths
 from runtime.fs.entries import WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.index import store
 from runtime.index.tokens import TokenIndex, tokens_of
-from runtime.services.documents import Document, DocumentStore, parse_pdf, text_of
+from runtime.services.documents import DEFAULT_MEMORY_BYTES, Document, DocumentStore, parse_pdf, text_of
 from runtime.services.globs import compile_glob
 from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, line_starts, matching_lines, numbered
 from runtime.services.textsearch import Searcher, compile_pattern
@@ -61,9 +62,11 @@ def trusted_mtime(mtime_ns: int, read_ns: int) -> int:
 
 class Index:
     def __init__(self, tokens: TokenIndex, texts: dict[str, tuple[str, str]], vfs: VirtualFS | None = None,
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, memory_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
         self.tokens = tokens
         self.texts = texts  # key -> (kind, text)
+        self.memory_bytes = memory_bytes  # what the texts may take: the index keeps them in memory
+        self.chars = sum(len(text) for _, text in texts.values())
         self.vfs = vfs
         self.deadline = deadline
         self.skipped: dict[str, str] = {}
@@ -85,8 +88,15 @@ class Index:
         store.save(Path(path), self.tokens, self.texts)
 
     def close(self) -> None:
+        """End the PDF extractor, if one was started."""
         if self._store is not None:
             self._store.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _check(self) -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -118,7 +128,9 @@ class Index:
 
     def _drop(self, key: str) -> None:
         self.tokens.remove(key)
-        self.texts.pop(key, None)
+        old = self.texts.pop(key, None)
+        if old is not None:
+            self.chars -= len(old[1])
         self._parsed.pop(key, None)
         self._sorted = None
 
@@ -136,8 +148,13 @@ class Index:
             self.skipped[e.rel] = ((st.st_size, trusted_mtime(st.st_mtime_ns, read_ns)), str(exc))
             return
         self.skipped.pop(e.rel, None)
+        self._drop(e.rel)
+        if 2 * (self.chars + len(text)) > self.memory_bytes:
+            raise MemexError(f"the documents need more than {mib(self.memory_bytes)} of memory (at {e.rel}): "
+                             "index a subdirectory")
         self.tokens.add(e.rel, st.st_size, trusted_mtime(st.st_mtime_ns, read_ns), tokens_of(text))
         self.texts[e.rel] = (kind, text)
+        self.chars += len(text)
         self._parsed.pop(e.rel, None)
         self._sorted = None
 
@@ -230,17 +247,19 @@ class Index:
                 "memory_bytes": sys.getsizeof("") * len(texts) + 2 * chars + 100 * tokens}
 
 
-def open_index(root_or_sandbox, *, persistent: bool = True, deadline: float | None = None, progress=None) -> Index:
+def open_index(root_or_sandbox, *, persistent: bool = True, deadline: float | None = None, progress=None,
+               memory_bytes: int = DEFAULT_MEMORY_BYTES) -> Index:
     """The Index of a directory (a host path) or of a sandbox (runtime.fs.sandbox.Sandbox or a
-    VirtualFS): loaded from its persistent file when there is a trusted one, then refreshed."""
+    VirtualFS): loaded from its persistent file when there is a trusted one, then refreshed.
+    Its texts are kept in memory, at most `memory_bytes` (2 bytes a character)."""
     vfs, host = _vfs_of(root_or_sandbox)
     tokens, texts = TokenIndex(), {}
     if persistent and host is not None:
         tokens, texts = load_default(host)
-    index = Index(tokens, texts, vfs, deadline)
+    index = Index(tokens, texts, vfs, deadline, memory_bytes)
     try:
         index.refresh(progress)
-    except LimitError:
+    except (LimitError, MemexError):
         index.close()
         raise
     if not index.texts:

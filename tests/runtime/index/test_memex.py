@@ -203,3 +203,10 @@ def test_a_document_answered_from_is_checked_at_each_query(docs):
     assert index.grep("late")["total"] == 0  # not walked since open
     index.refresh()
     assert index.grep("late")["total"] == 1
+
+
+def test_the_texts_kept_are_bounded(docs):
+    with pytest.raises(MemexError, match=r"the documents need more than .* of memory \(at .*\): index a subdirectory"):
+        open_index(docs, memory_bytes=4000)
+    with open_index(docs, memory_bytes=1 << 20) as index:
+        assert index.stats()["documents"] == 5
