@@ -31,6 +31,13 @@ steps = st.lists(st.one_of(
     st.tuples(st.just("write"), st.sampled_from(NAMES), texts),
     st.tuples(st.just("delete"), st.sampled_from(NAMES))), min_size=1, max_size=8)
 
+# also ("build",): `fdsl index build` of the tree; ("newrun",): a new run, loading what was built
+run_steps = st.lists(st.one_of(
+    st.tuples(st.just("query"), patterns, st.booleans()),
+    st.tuples(st.just("write"), st.sampled_from(NAMES), texts),
+    st.tuples(st.just("delete"), st.sampled_from(NAMES)),
+    st.just(("build",)), st.just(("newrun",))), min_size=1, max_size=10)
+
 
 class Clock:
     """Distinct mtimes well in the past: the index trusts a file's (size, mtime_ns) only once it

@@ -4,17 +4,35 @@ between queries; and files the index rules out are not read."""
 
 from __future__ import annotations
 
+import io
+import os
 import tempfile
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from runtime.cli import main
 from runtime.errors import ScriptError
 from runtime.fs.vfs import VirtualFS
 from runtime.index.prefilter import RunIndex
 from runtime.services.files import FilesService
-from tests.runtime.index.corpora import Clock, corpora, steps
+from tests.runtime.index.corpora import Clock, corpora, run_steps
+
+
+@contextmanager
+def cache_in(path: Path):
+    """XDG_CACHE_HOME for one generated example (hypothesis runs many in one test)."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["XDG_CACHE_HOME"]
+        else:
+            os.environ["XDG_CACHE_HOME"] = old
 
 
 def services(root: Path) -> tuple[FilesService, FilesService]:
@@ -32,18 +50,23 @@ def answers(svc: FilesService, pattern: str, ignore_case: bool, names: list[str]
     return out
 
 
-@given(corpora, steps)
+@given(corpora, run_steps)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_searches_through_the_index_equal_a_full_scan(corpus, script):
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "sub").mkdir()
+    with tempfile.TemporaryDirectory() as tmp, cache_in(Path(tmp) / "cache"):
+        root = Path(tmp) / "root"
+        (root / "sub").mkdir(parents=True)
         clock = Clock()
         for name, text in corpus.items():
             clock.write(root, name, text)
         plain, indexed = services(root)
         for step in script + [("query", "alpha", True), ("query", "alpha", True)]:
-            if step[0] == "write":
+            if step[0] == "build":
+                with redirect_stdout(io.StringIO()):
+                    assert main(["index", "build", str(root)]) == 0
+            elif step[0] == "newrun":
+                indexed = FilesService(VirtualFS([("/", root, False)]), index=RunIndex())
+            elif step[0] == "write":
                 clock.write(root, step[1], step[2])
             elif step[0] == "delete":
                 (root / step[1]).unlink(missing_ok=True)
@@ -138,8 +161,6 @@ def test_a_document_with_an_overlong_token_is_always_a_candidate(tmp_path):
 
 
 def test_pdf_pages_through_the_index(tmp_path):
-    import os
-
     from tests.e2e.conftest import make_pdf
 
     make_pdf(tmp_path / "report.pdf", ["Introduction\nthe scope", "Methods\nlanguage model", "Results\nmodel wins"])
