@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from runtime.errors import ScriptError
 from runtime.index import store
-from runtime.index.memex import Index, MemexError, open_index
+from runtime.index.memex import Index, MemexError, open_index, shown_name
 from runtime.index.tokens import TokenIndex
 
 PROGRESS_AFTER_S = 1.0
@@ -74,10 +75,13 @@ def add_index_command(commands) -> None:
 def command_index(args) -> int:
     try:
         if not os.path.isdir(args.dir):
-            raise MemexError(f"path not found: {args.dir}")
+            raise MemexError(f"path not found: {shown_name(args.dir)}")
         return {"build": build, "stats": stats, "pack": pack, "bench": bench}[args.index_command](args)
     except (MemexError, ScriptError) as exc:
         print(f"fdsl index: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:  # writing the index file: a full disk, a locked file
+        print(f"fdsl index: cannot write the index: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"fdsl index: {exc.strerror or exc}", file=sys.stderr)

@@ -264,7 +264,7 @@ def open_index(root_or_sandbox, *, persistent: bool = True, deadline: float | No
         raise
     if not index.texts:
         index.close()
-        raise MemexError(f"no documents found in {_shown(root_or_sandbox)}")
+        raise MemexError(f"no documents found in {shown_name(root_or_sandbox)}")
     return index
 
 
@@ -280,7 +280,7 @@ def load_default(host: str) -> tuple[TokenIndex, dict]:
         return TokenIndex(), {}
 
 
-def _shown(root) -> str:
+def shown_name(root) -> str:
     if isinstance(root, (str, os.PathLike)):
         return os.path.basename(os.path.normpath(os.fspath(root))) or "/"
     return "/"
@@ -296,7 +296,7 @@ def _vfs_of(root) -> tuple[VirtualFS, str | None]:
         vfs = VirtualFS(root)
     else:
         if not isinstance(root, (str, os.PathLike)) or not os.path.isdir(root):
-            shown = _shown(root) if isinstance(root, (str, os.PathLike)) else repr(root)[:80]
+            shown = shown_name(root) if isinstance(root, (str, os.PathLike)) else repr(root)[:80]
             raise MemexError(f"path not found: {shown}")
         vfs = VirtualFS([("/", os.path.abspath(root), False)])
     top = vfs.mount_for(())
