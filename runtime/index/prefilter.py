@@ -22,6 +22,9 @@ from runtime.index.memex import trusted_mtime
 from runtime.index.tokens import TokenIndex, tokens_of
 
 MAX_TOKENS = 1_000_000  # distinct tokens one mount's index may hold; past it, documents are not learned
+# A larger text is not learned during a run (tokenizing it would hold up the reply, ~1 s per 16 MB,
+# without a deadline check); it is searched every time, as without an index.
+MAX_LEARNED_CHARS = 16 << 20
 
 
 def key_of(loc: Location) -> str:
@@ -34,6 +37,12 @@ class Query:
     def __init__(self, run: RunIndex, pattern: str, ignore_case: bool) -> None:
         self.run, self.pattern, self.ignore_case = run, pattern, ignore_case
         self._bitmaps: dict[int, int | None] = {}
+
+    def knows(self, loc: Location | None, st: os.stat_result | None) -> bool:
+        """Does the index hold this file as it is now (so reading it teaches nothing)?"""
+        if loc is None or st is None:
+            return False
+        return self.run.tokens(loc.mount).fresh(key_of(loc), st.st_size, st.st_mtime_ns) is not None
 
     def excludes(self, loc: Location | None, st: os.stat_result | None) -> bool:
         """Does the index prove that this file, as it is now, holds no match?"""
@@ -87,7 +96,7 @@ class RunIndex:
             return
         tokens = self.tokens(loc.mount)
         key = key_of(loc)
-        if tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None:
+        if len(text) > MAX_LEARNED_CHARS or tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None:
             return
         mtime_ns = trusted_mtime(st.st_mtime_ns, read_ns)
         if mtime_ns < 0:

@@ -225,7 +225,7 @@ class FilesService:
         data = self.store.read_entry(self.vfs, e)
         if is_binary(data):
             raise binary_file(e.vpath)
-        if pattern.literal is not None and query is None:
+        if pattern.literal is not None and (query is None or query.knows(e.loc, e.st)):
             verdict = pattern.bytes_verdict(data)
             if verdict is not None:
                 return verdict

@@ -194,3 +194,17 @@ def test_a_refused_approval_is_refused_through_the_index_too(tmp_path):
     fresh = FilesService(VirtualFS(sandbox, approve=lambda _: False), index=indexed.index)
     with pytest.raises(ApprovalDeniedError):
         fresh.file_contains("a.txt", "zzz", False)  # ruled out by the index, still asked, refused
+
+
+def test_a_large_text_is_not_learned_and_is_searched_every_time(tmp_path, monkeypatch):
+    from runtime.index import prefilter
+
+    monkeypatch.setattr(prefilter, "MAX_LEARNED_CHARS", 50)
+    clock = Clock()
+    clock.write(tmp_path, "big.txt", "filler words " * 10 + "needle\n")
+    clock.write(tmp_path, "small.txt", "needle\n")
+    plain, indexed = services(tmp_path)
+    for _ in range(2):
+        assert indexed.dir_grep(".", "needle", None, True) == plain.dir_grep(".", "needle", None, True)
+        assert indexed.dir_grep(".", "absent", None, True)["total"] == 0
+    assert indexed.index.learned == 1
