@@ -210,3 +210,20 @@ def test_the_texts_kept_are_bounded(docs):
         open_index(docs, memory_bytes=4000)
     with open_index(docs, memory_bytes=1 << 20) as index:
         assert index.stats()["documents"] == 5
+
+
+def test_pdf_text_is_indexed(docs):
+    from tests.e2e.conftest import make_pdf
+
+    make_pdf(docs / "report.pdf", ["Introduction\nthe scope", "Results\nthe language model wins"])
+    os.utime(docs / "report.pdf", (1_000_000_000, 1_000_000_000))
+    plain = FilesService(VirtualFS([("/", docs, False)]))
+    try:
+        with open_index(docs) as index:
+            expected = plain.dir_grep("/", "language model|scope", None, True)
+            del expected["skipped"], expected["skipped_count"]
+            assert index.grep("language model|scope") == expected
+            assert [h["path"] for h in expected["hits"]] == ["report.pdf", "report.pdf"]
+            assert index.read("report.pdf", offset=1, limit=2) == "  1  Introduction\n  2  the scope"
+    finally:
+        plain.store.close()
