@@ -59,6 +59,7 @@ from runtime.services.documents import (
     is_pdf_name,
 )
 from runtime.services.globs import compile_glob
+from runtime.services.indexed import IndexedSearches
 from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, Skipped, matching_lines, numbered
 from runtime.services.textsearch import Pattern, Searcher, compile_pattern
 
@@ -80,7 +81,7 @@ def iso_utc(mtime: float) -> str:
         return datetime.fromtimestamp(0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class FilesService:
+class FilesService(IndexedSearches):
     def __init__(
         self,
         vfs: VirtualFS,
@@ -191,23 +192,6 @@ class FilesService:
                     raise self._too_many(f"find({glob!r})", res.vpath)
         out.sort(key=lambda e: e.vpath)
         return out
-
-    def _query(self, pattern: str, ignore_case: bool) -> Query | None:
-        return self.index.query(pattern, ignore_case) if self.index is not None else None
-
-    def _excluded(self, query: Query | None, loc, vpath: str, st) -> bool:
-        """Does the index rule this file out? Then the checks a read would make are made
-        (size limit, the mount's policy and approval), so that the outcome is the same."""
-        if query is None or not query.excludes(loc, st):
-            return False
-        if st.st_size > self.store.max_bytes:
-            raise self.store.too_big(vpath, st.st_size)
-        self.vfs.check_readable(loc, vpath, st.st_size)
-        return True
-
-    def _learn(self, loc, st, text: str, read_ns: int) -> None:
-        if self.index is not None:
-            self.index.learn(loc, st, text, read_ns)
 
     def _content_matches(self, pattern: Pattern, e: WalkEntry, searcher: Searcher, query: Query | None = None) -> bool:
         """Does this file's text contain a match? A text file not parsed yet is tested on its
@@ -381,16 +365,6 @@ class FilesService:
             budget = self.budget(f"read of {len(pages):,} pages of {doc.vpath}")
             return [budget.charge(self._page(doc, n)) for n in pages]
         return self.budget(f"read of page {pages} of {doc.vpath}").charge(self._page(doc, pages))
-
-    def _searched_doc(self, path: str, pattern: str, ignore_case: bool) -> Document | None:
-        """The document to search for `pattern`, or None when the index rules it out."""
-        res, st = self.vfs.resolve_file(path)
-        if self._excluded(self._query(pattern, ignore_case), res.loc, res.vpath, st):
-            return None
-        read_ns = time.time_ns()
-        doc = self.store.get(self.vfs, res, st)
-        self._learn(res.loc, st, doc.text, read_ns)
-        return doc
 
     def file_search(self, path: str, pattern: str, ignore_case: bool) -> list[int]:
         pat = compile_pattern(pattern, ignore_case)
