@@ -6,6 +6,7 @@ from __future__ import annotations
 import _sre
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -25,13 +26,16 @@ def test_nothing_past_the_table_has_a_case():
         assert _sre.unicode_tolower(cp) == cp and c.lower() == c and c.upper() == c, hex(cp)
 
 
-def test_every_character_the_engine_equates_folds_alike():
-    # Each cased character, searched case-insensitively by the engine FilesDSL uses, over a
-    # text of all cased characters: whatever it matches must fold to the same character.
+@pytest.mark.parametrize("tail", ["", "(?=)"], ids=["re2", "fallback"])
+def test_every_character_the_engine_equates_folds_alike(tail):
+    # Each cased character, searched case-insensitively by the engines FilesDSL uses (RE2, and
+    # the `regex` fallback a lookahead sends it to), over a text of all cased characters:
+    # whatever it matches must fold to the same character.
     text = "".join(CASED)
     searcher = Searcher()
+    assert (compile_pattern("a" + tail, True).re2 is None) == bool(tail)
     for c in CASED:
-        pattern = compile_pattern(re.escape(c), ignore_case=True)
+        pattern = compile_pattern(re.escape(c) + tail, ignore_case=True)
         for m in searcher.finditer(pattern, text):
             assert fold(text[m.start():m.end()]) == fold(c), (hex(ord(c)), text[m.start():m.end()])
 
