@@ -91,7 +91,7 @@ def command_index(args) -> int:
 def build(args) -> int:
     target = Path(args.output) if args.output else store.default_path(args.dir)
     tokens, texts = TokenIndex(), {}
-    if target.exists():
+    if store.present(target):
         try:
             tokens, texts = store.load(target, with_texts=True, owned=True)
         except store.StoreError as exc:

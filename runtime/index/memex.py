@@ -271,7 +271,7 @@ def open_index(root_or_sandbox, *, persistent: bool = True, deadline: float | No
 def load_default(host: str) -> tuple[TokenIndex, dict]:
     """The trusted index at the default location of `host`, else an empty one."""
     path = store.default_path(host)
-    if not path.exists():
+    if not store.present(path):
         return TokenIndex(), {}
     try:
         return store.load(path, with_texts=True, owned=True)

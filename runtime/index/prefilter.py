@@ -77,7 +77,7 @@ class RunIndex:
         if not self.persistent:
             return TokenIndex()
         path = store.default_path(mount.host)
-        if not path.exists():
+        if not store.present(path):
             return TokenIndex()
         try:
             tokens, _ = store.load(path, with_texts=False, owned=True)

@@ -50,6 +50,14 @@ def default_path(host_dir: str) -> Path:
     return Path(base) / "filesdsl" / "index" / f"{digest}.sqlite"
 
 
+def present(path: Path) -> bool:
+    """Is there a file at `path`? An unreadable cache directory counts as none."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def check_owned(path: Path) -> None:
     """A file at the default location is trusted only if no one else could have written it."""
     st = os.lstat(path)

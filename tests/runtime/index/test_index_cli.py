@@ -11,7 +11,7 @@ import pytest
 from runtime.api import run_script
 from runtime.cli import main
 from runtime.fs.vfs import VirtualFS
-from runtime.index import Index, store
+from runtime.index import Index, open_index, store
 from runtime.index.cli import Progress
 from runtime.index.prefilter import RunIndex
 from runtime.services.files import FilesService
@@ -103,3 +103,11 @@ def test_progress_is_drawn_only_after_a_second(monkeypatch):
     progress(5, 10, 100)
     progress.end()
     assert stream.getvalue() == "\rindexing [###############...............] 5/10 files, 0.0 MB\n"
+
+
+def test_a_cache_directory_that_cannot_be_looked_at_is_no_index(docs, tmp_path, monkeypatch):
+    # a name too long to stat (ENAMETOOLONG): pathlib's exists() raises for it, as for EACCES
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ("x" * 300)))
+    result = run_script('print(len(Directory("/").grep("marker1")))', root=str(docs), timeout=60)
+    assert (result.output, result.error) == ("11\n", None)
+    assert open_index(docs).grep("marker1")["total"] == 11
