@@ -15,6 +15,7 @@ from runtime.broker import Broker, Handlers
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
+from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
@@ -234,10 +235,12 @@ def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation
         if shared is not None:
             shared["store"] = store
     store.begin_run(deadline)
+    # The run's index (a session's serves its later runs: repeated searches cost lookups, not reads)
+    index = shared.setdefault("index", RunIndex()) if shared is not None else RunIndex()
     service = FilesService(VirtualFS(sandbox, approve=approve), store, deadline=deadline,
-                           max_reply_bytes=limits.max_reply_bytes)
+                           max_reply_bytes=limits.max_reply_bytes, index=index)
     return Handlers(file_handlers(service), close=store.close if shared is None else (lambda: None),
-                    finish=lambda result: result.warnings.extend(store.warnings()))
+                    finish=lambda result: result.warnings.extend(store.warnings() + index.warnings))
 
 
 def promptscript_run(sandbox, *, shared: dict | None = None, **kwargs) -> Handlers:

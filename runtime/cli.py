@@ -330,6 +330,10 @@ def run_command(args) -> int:
             return server_command([args.action])
         if args.command == "mcp":
             return command_mcp(args)
+        if args.command == "index":
+            from runtime.index.cli import command_index
+
+            return command_index(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

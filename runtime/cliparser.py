@@ -214,6 +214,9 @@ def add_other_commands(commands) -> None:
     mcp.add_argument("--isolation", choices=("best", "strict"), default="best",
                      help="run_fdsl's worker and the PDF extractor: best (default) or strict (every hardening layer)")
     mcp.add_argument("--memory", type=int, default=256, metavar="MB", help="run_fdsl's worker memory limit in MiB (default 256)")
+    from runtime.index.cli import add_index_command
+
+    add_index_command(commands)
 
 
 def add_run_many(commands) -> None:

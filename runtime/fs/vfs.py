@@ -205,8 +205,11 @@ class VirtualFS(Listings):
         """Suffix, size and read approval of the mount the file lives in."""
         mount = loc.mount.mount
         shown = absolute(loc.requested)
-        self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=shown)
-        if size is not None:
+        # Each check is made only when its mount sets it (what each does first): a search
+        # through the index makes these checks for every file it rules out.
+        if mount.suffixes is not None:
+            self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=shown)
+        if size is not None and mount.max_file_bytes is not None:
             self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
         if self.sandbox.location_needs_approval(loc, "read"):
             self.approvals.ask("read", {"path": shown}, f"Read from {shown}")

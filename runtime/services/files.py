@@ -59,10 +59,12 @@ from runtime.services.documents import (
     is_pdf_name,
 )
 from runtime.services.globs import compile_glob
-from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, Skipped, matching_lines
+from runtime.services.indexed import IndexedSearches
+from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, Skipped, matching_lines, numbered
 from runtime.services.textsearch import Pattern, Searcher, compile_pattern
 
 if TYPE_CHECKING:
+    from runtime.index.prefilter import Query, RunIndex
     from runtime.services.listing import FileSystemEntry
 
 SCOPES = ("name", "content", "both")
@@ -79,7 +81,7 @@ def iso_utc(mtime: float) -> str:
         return datetime.fromtimestamp(0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class FilesService:
+class FilesService(IndexedSearches):
     def __init__(
         self,
         vfs: VirtualFS,
@@ -89,8 +91,11 @@ class FilesService:
         max_entries: int = MAX_ENTRIES,
         max_pages_per_read: int = MAX_PAGES_PER_READ,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        index: RunIndex | None = None,
     ) -> None:
         self.vfs = vfs
+        # The run's index (runtime/index/prefilter.py): content searches skip what it rules out.
+        self.index = index
         # The broker's reply budget: each piece of a large reply is charged as it is added.
         self.max_reply_bytes = check_limit(max_reply_bytes)
         self.store = store if store is not None else DocumentStore(deadline=deadline)
@@ -188,23 +193,29 @@ class FilesService:
         out.sort(key=lambda e: e.vpath)
         return out
 
-    def _content_matches(self, pattern: Pattern, e: WalkEntry, searcher: Searcher) -> bool:
+    def _content_matches(self, pattern: Pattern, e: WalkEntry, searcher: Searcher, query: Query | None = None) -> bool:
         """Does this file's text contain a match? A text file not parsed yet is tested on its
         raw bytes when the pattern allows it, else on its decoded text: no pages are built
-        and nothing is cached just to know whether a file matches."""
+        and nothing is cached just to know whether a file matches. With an index, a file it
+        rules out is not read, and one read is learned."""
+        if self._excluded(query, e.loc, e.vpath, e.st):
+            return False
+        read_ns = time.time_ns()
         doc = self.store.cached(e.real, e.vpath, e.st)
-        if doc is not None:
-            return searcher.text_matches(pattern, doc.text)
-        if is_pdf_name(e.name):
-            return searcher.text_matches(pattern, self.store.get_entry(self.vfs, e).text)
+        if doc is not None or is_pdf_name(e.name):
+            text = doc.text if doc is not None else self.store.get_entry(self.vfs, e).text
+            self._learn(e.loc, e.st, text, read_ns)
+            return searcher.text_matches(pattern, text)
         data = self.store.read_entry(self.vfs, e)
         if is_binary(data):
             raise binary_file(e.vpath)
-        if pattern.literal is not None:
+        if pattern.literal is not None and (query is None or query.knows(e.loc, e.st)):
             verdict = pattern.bytes_verdict(data)
             if verdict is not None:
                 return verdict
-        return searcher.text_matches(pattern, decode_text(data))
+        text = decode_text(data)
+        self._learn(e.loc, e.st, text, read_ns)
+        return searcher.text_matches(pattern, text)
 
     # ------------------------------------------------------------------ dir.*
 
@@ -262,6 +273,7 @@ class FilesService:
         pat = compile_pattern(pattern, ignore_case)
         res, _ = self.vfs.resolve_dir(path)
         searcher = self.searcher
+        query = self._query(pattern, ignore_case) if scope != "name" else None
         out = []
         skipped = Skipped()
         budget = self.budget(f"search() in {res.vpath}")
@@ -271,7 +283,7 @@ class FilesService:
                 hit = searcher.search(pat, e.name) is not None or searcher.search(pat, e.rel) is not None
             if not hit and scope in ("content", "both"):
                 try:
-                    hit = self._content_matches(pat, e, searcher)
+                    hit = self._content_matches(pat, e, searcher, query)
                 except SKIPPABLE as exc:
                     skipped.add(e.vpath, exc)
             if hit:
@@ -301,6 +313,7 @@ class FilesService:
         files = [(e, st) for e, st in self.regular_files(res, True) if rx is None or rx.match(e.rel)]
         files.sort(key=lambda f: f[0].vpath)
         searcher = self.searcher
+        query = self._query(pattern, ignore_case)
         hits: list[dict] = []
         total = 0
         skipped = Skipped()
@@ -308,7 +321,7 @@ class FilesService:
         for e, _st in files:
             self.check_deadline("searching the files")
             try:
-                if not self._content_matches(pat, e, searcher):
+                if not self._content_matches(pat, e, searcher, query):
                     continue
                 doc = self.store.get_entry(self.vfs, e)
             except SKIPPABLE as exc:
@@ -355,13 +368,17 @@ class FilesService:
 
     def file_search(self, path: str, pattern: str, ignore_case: bool) -> list[int]:
         pat = compile_pattern(pattern, ignore_case)
-        doc = self._doc(path)
+        doc = self._searched_doc(path, pattern, ignore_case)
+        if doc is None:
+            return []
         searcher = self.searcher
         return [i for i, page in enumerate(doc.pages, start=1) if searcher.text_matches(pat, page)]
 
     def file_contains(self, path: str, pattern: str, ignore_case: bool) -> bool:
         pat = compile_pattern(pattern, ignore_case)
-        doc = self._doc(path)
+        doc = self._searched_doc(path, pattern, ignore_case)
+        if doc is None:
+            return False
         searcher = self.searcher
         return any(searcher.text_matches(pat, page) for page in doc.pages)
 
@@ -410,12 +427,8 @@ class FilesService:
         chosen = doc.lines[offset - 1: offset - 1 + limit]
         if not chosen:
             return ""
-        width = max(3, len(str(offset + len(chosen) - 1)))
         budget = self.budget(f"lines() of {doc.vpath}")
-        return "\n".join(
-            budget.charge(f"{n:>{width}}  {line}" if line else f"{n:>{width}}")
-            for n, line in enumerate(chosen, start=offset)
-        )
+        return "\n".join(budget.charge(text) for text in numbered(chosen, offset))
 
 
 def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = MAX_ENTRIES, offset: int = 0,

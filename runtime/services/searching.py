@@ -36,11 +36,16 @@ class Skipped:
         return {"skipped": self.shown, "skipped_count": self.count}
 
 
-def matching_lines(pat: Pattern, doc: Document, searcher: Searcher):
+def line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+
+
+def matching_lines(pat: Pattern, doc: Document, searcher: Searcher, starts: list[int] | None = None):
     """Indexes of the lines of `doc` holding a match, each once, in order (a match spanning
-    lines counts on the line where it starts)."""
+    lines counts on the line where it starts). `starts`: line_starts(doc.text), when kept."""
     text = doc.text
-    starts = [0] + [m.end() for m in LINE_BREAK.finditer(text)]
+    if starts is None:
+        starts = line_starts(text)
     count = len(doc.lines)
     pos = 0
     while pos <= len(text):
@@ -54,3 +59,11 @@ def matching_lines(pat: Pattern, doc: Document, searcher: Searcher):
         if idx + 1 >= len(starts):
             return
         pos = starts[idx + 1]
+
+
+def numbered(lines: list[str], first: int):
+    """Lines as memexfs `read` shows them: the number right-aligned to max(3, digits of the
+    last number), two spaces and the line (an empty line is just its number)."""
+    width = max(3, len(str(first + len(lines) - 1)))
+    for n, line in enumerate(lines, start=first):
+        yield f"{n:>{width}}  {line}" if line else f"{n:>{width}}"

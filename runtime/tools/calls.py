@@ -26,6 +26,7 @@ from pathlib import Path
 from runtime.errors import ScriptError
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
+from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import PdfExtractor
@@ -155,6 +156,9 @@ class Tools:
         self.vfs = VirtualFS(sandbox, approve=approve)
         # documents stay parsed between calls (a read after a grep costs nothing)
         self.store = DocumentStore(extractor=PdfExtractor(isolation=isolation, cpu_seconds=TOOLS_PDF_CPU_S))
+        # the index (runtime/index): grep skips the documents it rules out, a stored one is used
+        # when `fdsl index build` made it, and what calls read is learned for the next ones
+        self.index = RunIndex()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -184,7 +188,7 @@ class Tools:
     def _service(self) -> FilesService:
         deadline = time.monotonic() + self.call_timeout
         self.store.begin_run(deadline)  # the call's deadline, its own damaged-PDF warnings, an extractor with CPU left
-        return FilesService(self.vfs, self.store, deadline=deadline)
+        return FilesService(self.vfs, self.store, deadline=deadline, index=self.index)
 
     def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
         found = grep_backend(self._service(), pattern, glob, max_results, ignore_case)
@@ -192,8 +196,9 @@ class Tools:
         out = {"results": results, "total": found["total"], "truncated": found["truncated"]}
         if found.get("skipped_count"):
             out["skipped"], out["skipped_count"] = found["skipped"], found["skipped_count"]
-        if self.store.warnings():
-            out["warnings"] = self.store.warnings()
+        warnings = self.store.warnings() + self.index.warnings
+        if warnings:
+            out["warnings"] = warnings
         return json.dumps(out, ensure_ascii=False)
 
     def _read(self, path: str, offset: int, limit: int) -> str:

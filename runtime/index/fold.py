@@ -1,0 +1,132 @@
+"""The index's tokenizer: case folding and the literals a regex requires.
+
+- `fold(text)` maps every character to the representative of its case class, one character
+  for one (so positions and lengths are kept). A class joins a character with its simple
+  lowercase (`_sre.unicode_tolower`, what Python's IGNORECASE compares), its single-character
+  upper, lower and casefold forms, and Python's extra equivalences (`re._casefix`: i ı, s ſ,
+  µ μ, ...). It is therefore coarser than, or equal to, both Python's IGNORECASE and RE2's
+  simple case folding: two characters a search could equate always fold alike. The
+  representative is the class's first lowercase member (ASCII text folds as `str.lower()`).
+  Line breaks and lone surrogates are kept as they are.
+- `required_literals(pattern)` reads the pattern with Python's own parser and returns folded
+  strings of at least 3 characters, every one of which occurs in the text of any match, or
+  None when it cannot tell (a branch, a class, an optional part...): "all documents". Runs of
+  literal characters are cut at line breaks (a text file's page joins lines with "\\n" where
+  the file may have "\\r\\n"), at surrogates, and at anything that is not a literal.
+"""
+
+from __future__ import annotations
+
+import _sre
+import functools
+import re
+import warnings
+from re import _casefix, _parser
+from re import _constants as sre
+
+MIN_LITERAL = 3  # the index's grams are trigrams: shorter strings cannot be looked up
+_CASED_BELOW = 0x20000  # no character at or above this has a case mapping (tests check all)
+_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT) + ((sre.POSSESSIVE_REPEAT,) if hasattr(sre, "POSSESSIVE_REPEAT") else ())
+
+
+def _single(text: str) -> str | None:
+    return text if len(text) == 1 else None
+
+
+@functools.cache
+def fold_table() -> dict[int, int]:
+    """Code point -> the representative of its case class, for characters it changes."""
+    parent: dict[str, str] = {}
+
+    def find(c: str) -> str:
+        while parent.get(c, c) != c:
+            c = parent[c]
+        return c
+
+    def union(a: str, b: str) -> None:
+        parent.setdefault(a, a)
+        parent.setdefault(b, b)
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    for cp in range(_CASED_BELOW):
+        c = chr(cp)
+        if 0xD800 <= cp < 0xE000:
+            continue
+        for other in (chr(_sre.unicode_tolower(cp)), _single(c.lower()), _single(c.upper()), _single(c.casefold())):
+            if other is not None and other != c:
+                union(c, other)
+    for cp, others in _casefix._EXTRA_CASES.items():
+        for other in others:
+            union(chr(cp), chr(other))
+    classes: dict[str, list[str]] = {}
+    for c in parent:
+        classes.setdefault(find(c), []).append(c)
+    table: dict[int, int] = {}
+    for members in classes.values():
+        rep = min(members, key=lambda ch: (not ch.islower(), ord(ch)))
+        table.update({ord(m): ord(rep) for m in members if m != rep})
+    return table
+
+
+def fold(text: str) -> str:
+    if text.isascii():
+        return text.lower()
+    return text.translate(fold_table())
+
+
+def _breaks(c: str) -> bool:
+    return c in _BREAKS or "\ud800" <= c <= "\udfff"
+
+
+def _literal_of(op, av) -> str | None:
+    """The one character this item matches (a literal, or a class of one literal)."""
+    if op is sre.LITERAL:
+        return chr(av)
+    if op is sre.IN and len(av) == 1 and av[0][0] is sre.LITERAL:
+        return chr(av[0][1])
+    return None
+
+
+def _collect(seq, out: list[str]) -> None:
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            out.append("".join(run))
+            run.clear()
+
+    for op, av in seq:
+        ch = _literal_of(op, av)
+        if ch is not None and not _breaks(ch):
+            run.append(ch)
+            continue
+        flush()
+        if op is sre.SUBPATTERN:
+            _collect(av[-1], out)
+        elif op in _REPEATS and av[0] >= 1:
+            _collect(av[2], out)
+        elif op is getattr(sre, "ATOMIC_GROUP", None):
+            _collect(av, out)
+        # anything else (a branch, a class, `.`, an anchor, a lookaround, a backreference,
+        # an optional repeat) requires no particular text
+    flush()
+
+
+@functools.lru_cache(maxsize=256)
+def required_literals(source: str, ignore_case: bool = True) -> tuple[str, ...] | None:
+    """Folded strings every match of `source` (Python syntax, MULTILINE) contains; None: no
+    such string of MIN_LITERAL characters or more (every document is a candidate)."""
+    flags = re.MULTILINE | (re.IGNORECASE if ignore_case else 0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = _parser.parse(source, flags)
+        found: list[str] = []
+        _collect(tree, found)
+    except (re.error, RecursionError, ValueError, TypeError, OverflowError):
+        return None
+    pieces = tuple(sorted({fold(p) for p in found if len(p) >= MIN_LITERAL}, key=lambda p: (-len(p), p)))
+    return pieces or None

@@ -1,0 +1,112 @@
+"""RunIndex: the index a FilesDSL run's FilesService consults, so that content searches
+(`search(scope="content")`, `grep`, `file.search`, `contains`) skip documents that provably
+hold no match, never reading them.
+
+One TokenIndex per mount of the run's sandbox, made on the mount's first search: the trusted
+persistent index of the mount's directory (`fdsl index build`, runtime/index/store.py) when
+there is one, else empty; either way it learns every document the run reads while searching
+(in memory: a run never writes the index file). A document is excluded only when the index
+holds it at the (size, mtime_ns) its file has now and the pattern's candidates leave it out;
+anything else (unknown, changed, too recent to trust, a pattern without literals) is searched
+as without an index. An index file that cannot be trusted is not used, and the run warns.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from runtime.fs.mounts import Location, MountState
+from runtime.index import store
+from runtime.index.memex import trusted_mtime
+from runtime.index.tokens import TokenIndex, tokens_of
+
+MAX_TOKENS = 1_000_000  # distinct tokens one mount's index may hold; past it, documents are not learned
+# A larger text is not learned during a run (tokenizing it would hold up the reply, ~1 s per 16 MB,
+# without a deadline check); it is searched every time, as without an index.
+MAX_LEARNED_CHARS = 16 << 20
+
+
+def key_of(loc: Location) -> str:
+    return "/".join(loc.rel)
+
+
+class Query:
+    """One pattern's candidates, per mount, computed on first need."""
+
+    def __init__(self, run: RunIndex, pattern: str, ignore_case: bool) -> None:
+        self.run, self.pattern, self.ignore_case = run, pattern, ignore_case
+        self._bitmaps: dict[int, int | None] = {}
+
+    def knows(self, loc: Location | None, st: os.stat_result | None) -> bool:
+        """Does the index hold this file as it is now (so reading it teaches nothing)?"""
+        if loc is None or st is None:
+            return False
+        return self.run.tokens(loc.mount).fresh(key_of(loc), st.st_size, st.st_mtime_ns) is not None
+
+    def excludes(self, loc: Location | None, st: os.stat_result | None) -> bool:
+        """Does the index prove that this file, as it is now, holds no match?"""
+        if loc is None or st is None:
+            return False
+        tokens = self.run.tokens(loc.mount)
+        rec = tokens.fresh(key_of(loc), st.st_size, st.st_mtime_ns)
+        if rec is None:
+            return False
+        if loc.mount.index not in self._bitmaps:
+            self._bitmaps[loc.mount.index] = tokens.candidates(self.pattern, self.ignore_case)
+        bitmap = self._bitmaps[loc.mount.index]
+        return bitmap is not None and not bitmap >> rec.id & 1
+
+
+class RunIndex:
+    def __init__(self, persistent: bool = True) -> None:
+        self.persistent = persistent
+        self._mounts: dict[int, TokenIndex] = {}
+        self.warnings: list[str] = []
+        self.loaded = 0  # persistent indexes in use
+        self.learned = 0
+
+    def tokens(self, mount: MountState) -> TokenIndex:
+        tokens = self._mounts.get(mount.index)
+        if tokens is None:
+            tokens = self._load(mount)
+            self._mounts[mount.index] = tokens
+        return tokens
+
+    def _load(self, mount: MountState) -> TokenIndex:
+        if not self.persistent:
+            return TokenIndex()
+        path = store.default_path(mount.host)
+        if not store.present(path):
+            return TokenIndex()
+        try:
+            tokens, _ = store.load(path, with_texts=False, owned=True)
+        except store.StoreError as exc:
+            self.warnings.append(f"the index of {mount.point_str} was not used: {exc}")
+            return TokenIndex()
+        self.loaded += 1
+        return tokens
+
+    def query(self, pattern: str, ignore_case: bool) -> Query:
+        return Query(self, pattern, ignore_case)
+
+    def learn(self, loc: Location | None, st: os.stat_result | None, text: str, read_ns: int) -> None:
+        """Index a document the run has read (its text as the search sees it) unless known."""
+        if loc is None or st is None:
+            return
+        tokens = self.tokens(loc.mount)
+        key = key_of(loc)
+        if len(text) > MAX_LEARNED_CHARS or tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None:
+            return
+        mtime_ns = trusted_mtime(st.st_mtime_ns, read_ns)
+        if mtime_ns < 0:
+            return  # too recent to be told from a later change: it is searched every time
+        found = tokens_of(text)
+        if len(tokens.postings) + len(found) > MAX_TOKENS:
+            return  # the index is full: this document is searched every time
+        tokens.add(key, st.st_size, mtime_ns, found)
+        self.learned += 1
+
+
+def now_ns() -> int:
+    return time.time_ns()

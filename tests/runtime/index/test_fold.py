@@ -1,0 +1,69 @@
+"""The index's tokenizer: case folding coarser than every search's case-insensitivity, and the
+literals a regex requires."""
+
+from __future__ import annotations
+
+import _sre
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from runtime.index.fold import fold, fold_table, required_literals
+from runtime.services.textsearch import Searcher, compile_pattern
+
+CASED = [chr(cp) for cp in range(0x20000) if not 0xD800 <= cp < 0xE000
+         and (chr(cp).lower() != chr(cp) or chr(cp).upper() != chr(cp) or cp in fold_table()
+              or _sre.unicode_tolower(cp) != cp)]
+
+
+def test_nothing_past_the_table_has_a_case():
+    for cp in range(0x20000, 0x110000):
+        c = chr(cp)
+        if 0xD800 <= cp < 0xE000:
+            continue
+        assert _sre.unicode_tolower(cp) == cp and c.lower() == c and c.upper() == c, hex(cp)
+
+
+@pytest.mark.parametrize("tail", ["", "(?=)"], ids=["re2", "fallback"])
+def test_every_character_the_engine_equates_folds_alike(tail):
+    # Each cased character, searched case-insensitively by the engines FilesDSL uses (RE2, and
+    # the `regex` fallback a lookahead sends it to), over a text of all cased characters:
+    # whatever it matches must fold to the same character.
+    text = "".join(CASED)
+    searcher = Searcher()
+    assert (compile_pattern("a" + tail, True).re2 is None) == bool(tail)
+    for c in CASED:
+        pattern = compile_pattern(re.escape(c) + tail, ignore_case=True)
+        for m in searcher.finditer(pattern, text):
+            assert fold(text[m.start():m.end()]) == fold(c), (hex(ord(c)), text[m.start():m.end()])
+
+
+def test_special_folds():
+    assert fold("İıIi") == "iiii"
+    assert fold("Kk\u212a") == "kkk"
+    assert fold("Sſs") == "sss"
+    assert fold("Σσς") == fold("σσσ")
+    assert fold("Straße") == "straße"
+
+
+@given(st.text(alphabet=st.sampled_from("aAzZİıKkſSσςΣé\u212a\n\r\x00 .\ud800"), max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_fold_keeps_lengths_and_matches_the_table(text):
+    folded = fold(text)
+    assert len(folded) == len(text)
+    assert folded == text.translate(fold_table())
+
+
+def test_required_literals():
+    assert required_literals("password reset") == ("password reset",)
+    assert required_literals(r"\bPass(word)? reset[.]md") == (" reset.md", "pass")
+    assert required_literals("price|cost") is None
+    assert required_literals("ab") is None  # shorter than a trigram
+    assert required_literals("(?x) h e l l o") == ("hello",)
+    assert required_literals(r"foo\r\nbar") == ("bar", "foo")  # cut at line breaks
+    assert required_literals("(abc)+x(def)?") == ("abc",)
+    assert required_literals("(abc)*") is None
+    assert required_literals("[unclosed") is None
+    assert required_literals(r"(?=abc)\w") is None
