@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from runtime.budget import mib
-from runtime.errors import DocumentLimit, LimitError, UnreadableFile
+from runtime.errors import DocumentLimit, UnreadableFile
 from runtime.fs.entries import Resolved, WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.services.pdf import PdfExtractor
@@ -391,8 +391,9 @@ class DocumentStore:
     def _keep(self, real: str, key: tuple[int, int], doc: Document) -> None:
         cost = memory_cost(doc)
         if cost > self.memory_bytes:
-            raise LimitError(f"{doc.vpath} needs about {mib(cost)} of broker memory once parsed, over the "
-                             f"broker's memory budget of {mib(self.memory_bytes)} (--broker-memory)")
+            # A DocumentLimit: a search over many files skips this one (and names it); reading it is an error
+            raise DocumentLimit(f"{doc.vpath} needs about {mib(cost)} of broker memory once parsed, over the "
+                                f"broker's memory budget of {mib(self.memory_bytes)} (--broker-memory)")
         old = self._cache.pop(real, None)
         if old is not None:
             self.used -= old[2]

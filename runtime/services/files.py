@@ -45,7 +45,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, ReplyBudget, check_limit
-from runtime.errors import LimitError, ScriptError
+from runtime.errors import DeadlineExceeded, LimitError, ScriptError
 from runtime.fs import paths
 from runtime.fs.entries import Resolved, WalkEntry
 from runtime.fs.vfs import VirtualFS
@@ -118,8 +118,6 @@ class FilesService(IndexedSearches):
 
     def check_deadline(self, doing: str = "walking the directory") -> None:
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            from runtime.errors import DeadlineExceeded
-
             raise DeadlineExceeded(f"the run's time limit was reached while {doing}")
 
     def dispatch(self, op: str, args: dict):
@@ -146,7 +144,7 @@ class FilesService(IndexedSearches):
             "modified": iso_utc(st.st_mtime),
         }
 
-    def _entry(self, e: WalkEntry) -> dict:
+    def entry_json(self, e: WalkEntry) -> dict:
         """The structured entry (runtime/services/listing.py) with FilesDSL's paths ("docs/a.md") and
         two extra fields the DSL shows: "type" (file, directory, symlink, other) and "modified"."""
         from runtime.services.listing import entry_of  # pydantic: loaded only when listing
@@ -297,40 +295,54 @@ class FilesService(IndexedSearches):
         """The directory's entries, sorted by name; `offset`/`limit` (0: all) pick one page."""
         res, entries = self.list_entries(path)
         budget = self.budget(f"list() of {res.vpath}, {len(entries):,} entries: list(offset=, limit=) pages them")
-        return [budget.charge(self._entry(e)) for e in page(entries, offset, limit)]
+        return [budget.charge(self.entry_json(e)) for e in page(entries, offset, limit)]
 
     def dir_find(self, path: str, glob: str) -> list[dict]:
         budget = self.budget(f"find({glob!r})")
-        return [budget.charge(self._entry(e)) for e in self.find_entries(path, glob)]
+        return [budget.charge(self.entry_json(e)) for e in self.find_entries(path, glob)]
 
     def dir_grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool,
                  max_results: int = DEFAULT_GREP_RESULTS) -> dict:
+        return self.grep(path, pattern, glob, ignore_case, max_results)
+
+    def grep(self, path: str, pattern: str, glob: str | None, ignore_case: bool, max_results: int = DEFAULT_GREP_RESULTS,
+             *, max_line_chars: int | None = None, partial: bool = False) -> dict:
+        """grep's answer: {hits [{path, line, content}], total, truncated, skipped, skipped_count}.
+        `max_line_chars`: a longer line is cut (and says so) before it is charged to the reply;
+        `partial`: at the deadline, what was found so far with "complete": false (the agent tools,
+        whose calls each have one) instead of the run's TimeoutError."""
         if not 1 <= max_results <= MAX_GREP_RESULTS:
             raise ScriptError(f"grep(): max_results must be from 1 to {MAX_GREP_RESULTS}, not {max_results}")
         pat = compile_pattern(pattern, ignore_case)
         rx = compile_glob(glob) if glob is not None else None
         res, _ = self.vfs.resolve_dir(path)
-        files = [(e, st) for e, st in self.regular_files(res, True) if rx is None or rx.match(e.rel)]
-        files.sort(key=lambda f: f[0].vpath)
         searcher = self.searcher
         query = self._query(pattern, ignore_case)
         hits: list[dict] = []
         total = 0
         skipped = Skipped()
         budget = self.budget(f"grep in {res.vpath}")
-        for e, _st in files:
-            self.check_deadline("searching the files")
-            try:
-                if not self._content_matches(pat, e, searcher, query):
+        try:
+            files = [(e, st) for e, st in self.regular_files(res, True) if rx is None or rx.match(e.rel)]
+            files.sort(key=lambda f: f[0].vpath)
+            for e, _st in files:
+                self.check_deadline("searching the files")
+                try:
+                    if not self._content_matches(pat, e, searcher, query):
+                        continue
+                    doc = self.store.get_entry(self.vfs, e)
+                except SKIPPABLE as exc:
+                    skipped.add(e.vpath, exc)
                     continue
-                doc = self.store.get_entry(self.vfs, e)
-            except SKIPPABLE as exc:
-                skipped.add(e.vpath, exc)
-                continue
-            for idx in matching_lines(pat, doc, searcher):
-                total += 1  # past the cap, matches are counted, not kept
-                if len(hits) < max_results:
-                    hits.append(budget.charge({"path": e.vpath, "line": idx + 1, "content": doc.lines[idx]}))
+                for idx in matching_lines(pat, doc, searcher):
+                    total += 1  # past the cap, matches are counted, not kept
+                    if len(hits) < max_results:
+                        hits.append(budget.charge({"path": e.vpath, "line": idx + 1,
+                                                   "content": cut_line(doc.lines[idx], max_line_chars)}))
+        except DeadlineExceeded:
+            if not partial:
+                raise
+            return {"hits": hits, "total": total, "truncated": True, "complete": False, **skipped.reply()}
         return {"hits": hits, "total": total, "truncated": total > len(hits), **skipped.reply()}
 
     # ------------------------------------------------------------------ file.*
@@ -440,6 +452,13 @@ def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = MAX_ENTRIES,
 
 
 ITER_PAGE = 5000  # files in one reply while a directory is iterated
+
+
+def cut_line(line: str, limit: int | None) -> str:
+    """`line`, or its first `limit` characters and how long it was (a minified file is one line)."""
+    if limit is None or len(line) <= limit:
+        return line
+    return f"{line[:limit]}... [line cut: {len(line)} characters]"
 
 
 def page(items: list, offset: int, limit: int) -> list:

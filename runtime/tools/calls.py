@@ -110,7 +110,7 @@ def grep_backend(service: FilesService, pattern: str, glob: str | None, max_resu
     ("docs/**/*.md" walks docs only: faster, and a mount elsewhere that needs approval is not
     touched); the same paths match."""
     directory, rest = split_glob(glob)
-    return service.dir_grep(directory, pattern, rest, ignore_case, max_results)
+    return service.grep(directory, pattern, rest, ignore_case, max_results, max_line_chars=MAX_LINE_CHARS, partial=True)
 
 
 def split_glob(glob: str | None) -> tuple[str, str | None]:
@@ -192,8 +192,9 @@ class Tools:
 
     def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
         found = grep_backend(self._service(), pattern, glob, max_results, ignore_case)
-        results = [{**hit, "content": _cut_line(hit["content"])} for hit in found["hits"]]
-        out = {"results": results, "total": found["total"], "truncated": found["truncated"]}
+        out = {"results": found["hits"], "total": found["total"], "truncated": found["truncated"]}
+        if found.get("complete") is False:  # the call's time ran out: what was found, and that there may be more
+            out["complete"] = False
         if found.get("skipped_count"):
             out["skipped"], out["skipped_count"] = found["skipped"], found["skipped_count"]
         warnings = self.store.warnings() + self.index.warnings
@@ -222,12 +223,13 @@ class Tools:
         return "\n".join(shown)
 
     def _ls(self, path: str, offset: int, limit: int) -> str:
-        entries = self._service().dir_list(path)
-        return _page(entries, offset, limit)
+        service = self._service()
+        _, entries = service.list_entries(path)
+        return _page(service, entries, offset, limit)
 
     def _find(self, glob: str, path: str, max_results: int) -> str:
-        entries = self._service().dir_find(path, glob)
-        return _page(entries, 0, max_results)
+        service = self._service()
+        return _page(service, service.find_entries(path, glob), 0, max_results)
 
     def _run_fdsl(self, script: str, timeout: int) -> str:
         from runtime.api import run_script
@@ -245,13 +247,9 @@ class Tools:
         raise ToolError(kind, error.removeprefix(f"{kind}: "), before=text)
 
 
-def _cut_line(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    return f"{line[:MAX_LINE_CHARS]}... [line cut: {len(line)} characters]"
-
-
-def _page(entries: list[dict], offset: int, limit: int) -> str:
-    chosen = entries[offset: offset + limit]
+def _page(service: FilesService, entries: list, offset: int, limit: int) -> str:
+    """One page of a listing as JSON: only the page's entries are built (a directory of 100,000
+    costs its names, not 100,000 structured entries), with the total and whether it was cut."""
+    chosen = [service.entry_json(e) for e in entries[offset: offset + limit]]
     return json.dumps({"entries": chosen, "total": len(entries), "truncated": offset + len(chosen) < len(entries)},
                       ensure_ascii=False)

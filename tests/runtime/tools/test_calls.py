@@ -268,3 +268,57 @@ def test_grep_never_reaches_through_a_symlink_out_of_the_root(tools):
     for params in ({"pattern": "CANARY"}, {"pattern": "CANARY", "glob": "*.md"}, {"pattern": ".", "glob": "escape.md"}):
         out = json.loads(call(tools, "grep", params))
         assert all(hit["path"] != "escape.md" for hit in out["results"]), out
+
+
+def test_large_listings_and_huge_lines_cost_only_what_is_returned(tmp_path, monkeypatch):
+    """A reply budget far smaller than the whole listing or the whole lines: the tools build and
+    charge only what they return (the page, the cut lines)."""
+    from runtime.services import files
+
+    root = tmp_path / "big"
+    (root / "d").mkdir(parents=True)
+    for i in range(3000):
+        (root / "d" / f"f{i:04}.txt").write_text("")
+    for i in range(4):
+        (root / f"wide{i}.txt").write_text("needle " + "x" * 1_000_000 + "\n")
+    original = files.FilesService.__init__
+    monkeypatch.setattr(files.FilesService, "__init__",
+                        lambda self, *a, **k: original(self, *a, **{**k, "max_reply_bytes": 64 * 1024}))
+    tools = Tools(root=root)
+    try:
+        out = json.loads(tools.call("ls", {"path": "d", "offset": 2990, "limit": 5}))
+        assert [e["name"] for e in out["entries"]] == [f"f{i}.txt" for i in range(2990, 2995)]
+        assert out["total"] == 3000 and out["truncated"] is True
+        out = json.loads(tools.call("find", {"glob": "**/*.txt", "max_results": 2}))
+        assert out["total"] == 3004 and len(out["entries"]) == 2 and out["truncated"] is True
+        out = json.loads(tools.call("grep", {"pattern": "needle"}))
+        assert out["total"] == 4
+        assert all(hit["content"].endswith("... [line cut: 1000007 characters]") for hit in out["results"])
+    finally:
+        tools.close()
+
+
+def test_a_grep_out_of_time_gives_what_it_found_and_says_it_is_incomplete(tmp_path, monkeypatch):
+    from runtime.errors import DeadlineExceeded
+    from runtime.services import files
+
+    root = tmp_path / "slow"
+    root.mkdir()
+    for i in range(40):
+        (root / f"f{i:02}.txt").write_text("hit\nhit again\n")
+    checks = []
+
+    def deadline_after_ten_files(self, doing="walking the directory"):
+        if doing == "searching the files":
+            checks.append(1)
+            if len(checks) > 10:
+                raise DeadlineExceeded("the run's time limit was reached while searching the files")
+
+    monkeypatch.setattr(files.FilesService, "check_deadline", deadline_after_ten_files)
+    tools = Tools(root=root)
+    try:
+        out = json.loads(tools.call("grep", {"pattern": "hit", "max_results": 5}))
+    finally:
+        tools.close()
+    assert len(out["results"]) == 5 and out["total"] == 20  # ten files searched, two hits each
+    assert out["truncated"] is True and out["complete"] is False
