@@ -143,7 +143,10 @@ def server_command(args: list[str]) -> int:
     sock.close()
     if answer.get("t") == "stale":
         _stop_stale(directory, sock)
-        return server_command(args) if action == "start" else 0
+        if action == "start":
+            return server_command(args)
+        print("fdsl server: the server running was of another build of the project; it stopped")
+        return 0
     if action == "stop":
         print("fdsl server: stopping")
     else:

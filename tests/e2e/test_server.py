@@ -37,6 +37,7 @@ def server_dir(tmp_path):
 def env_for(directory, **extra) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in SERVER_ENV_DROP}
     env["FDSL_SERVER_DIR"] = str(directory)
+    env["PYTHONPATH"] = str(REPO)  # this checkout's client, whatever the directory it runs in
     env.update(extra)
     return env
 
