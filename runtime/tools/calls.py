@@ -125,6 +125,30 @@ def split_glob(glob: str | None) -> tuple[str, str | None]:
     return "/" + "/".join(parts[:plain]), "/".join(parts[plain:])
 
 
+def tool_glob(service: FilesService, glob: str | None, under: str) -> str | None:
+    """A glob as a model writes it, as the tools match it: "/docs/*.md" and "./docs/*.md" are
+    "docs/*.md" (globs are relative: to the root for grep, to `path` for find); a plain name of
+    a directory ("docs") means everything under it; braces, which are not expanded here, are
+    refused rather than matching nothing. None (or nothing left): every file."""
+    if glob is None:
+        return None
+    shown, glob = glob, glob
+    while glob.startswith(("./", "/")):
+        glob = glob[2:] if glob.startswith("./") else glob[1:]
+    if "{" in glob or "}" in glob:
+        raise ToolError("UsageError", f"glob {_shown(shown)}: braces ({{a,b}}) are not expanded here; "
+                                      "make one call per alternative")
+    if not glob or glob == ".":
+        return None
+    if not set(glob) & set("*?["):
+        try:
+            service.vfs.resolve_dir(f"{under.rstrip('/')}/{glob}")
+            return glob.rstrip("/") + "/**"
+        except ScriptError:
+            pass  # not a directory: the glob names a file
+    return glob
+
+
 def read_backend(service: FilesService, path: str, offset: int, limit: int) -> tuple[list[str], int]:
     """Lines offset .. offset+limit-1 (1-based) of a document, and how many it has."""
     res, st = service.vfs.resolve_file(path)
@@ -191,7 +215,8 @@ class Tools:
         return FilesService(self.vfs, self.store, deadline=deadline, index=self.index)
 
     def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
-        found = grep_backend(self._service(), pattern, glob, max_results, ignore_case)
+        service = self._service()
+        found = grep_backend(service, pattern, tool_glob(service, glob, "/"), max_results, ignore_case)
         out = {"results": found["hits"], "total": found["total"], "truncated": found["truncated"]}
         if found.get("complete") is False:  # the call's time ran out: what was found, and that there may be more
             out["complete"] = False
@@ -229,7 +254,7 @@ class Tools:
 
     def _find(self, glob: str, path: str, max_results: int) -> str:
         service = self._service()
-        return _page(service, service.find_entries(path, glob), 0, max_results)
+        return _page(service, service.find_entries(path, tool_glob(service, glob, path) or "**"), 0, max_results)
 
     def _run_fdsl(self, script: str, timeout: int) -> str:
         from runtime.api import run_script

@@ -322,3 +322,19 @@ def test_a_grep_out_of_time_gives_what_it_found_and_says_it_is_incomplete(tmp_pa
         tools.close()
     assert len(out["results"]) == 5 and out["total"] == 20  # ten files searched, two hits each
     assert out["truncated"] is True and out["complete"] is False
+
+
+@pytest.mark.parametrize("glob", ["billing/**/*.md", "/billing/**/*.md", "./billing/**/*.md", "billing", "/billing/"])
+def test_globs_as_a_model_writes_them(tools, glob):
+    out = json.loads(call(tools, "grep", {"pattern": "refund", "glob": glob}))
+    assert {hit["path"] for hit in out["results"]} == {"billing/refunds.md", "billing/sub/deep.md"}, glob
+
+
+def test_braces_are_refused_not_silently_empty(tools):
+    assert "braces ({a,b}) are not expanded here" in error(tools, "grep", {"pattern": "x", "glob": "**/*.{md,txt}"})
+    assert "braces" in error(tools, "find", {"glob": "*.{md,txt}"})
+
+
+def test_find_takes_a_leading_slash_and_a_directory_name(tools):
+    names = {e["path"] for e in json.loads(call(tools, "find", {"glob": "/billing"}))["entries"]}
+    assert {"billing/refunds.md", "billing/sub/deep.md"} <= names
