@@ -237,10 +237,11 @@ def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation
     store.begin_run(deadline)
     # The run's index (a session's serves its later runs: repeated searches cost lookups, not reads)
     index = shared.setdefault("index", RunIndex()) if shared is not None else RunIndex()
-    service = FilesService(VirtualFS(sandbox, approve=approve), store, deadline=deadline,
-                           max_reply_bytes=limits.max_reply_bytes, index=index)
+    vfs = VirtualFS(sandbox, approve=approve)
+    service = FilesService(vfs, store, deadline=deadline, max_reply_bytes=limits.max_reply_bytes, index=index)
     return Handlers(file_handlers(service), close=store.close if shared is None else (lambda: None),
-                    finish=lambda result: result.warnings.extend(store.warnings() + index.warnings))
+                    finish=lambda result: result.warnings.extend(store.warnings() + index.warnings
+                                                                 + vfs.listing_warnings()))
 
 
 def promptscript_run(sandbox, *, shared: dict | None = None, **kwargs) -> Handlers:

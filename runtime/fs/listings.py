@@ -18,7 +18,25 @@ from runtime.fs.paths import absolute, relative
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+MAX_UNNAMABLE_KEPT = 1000  # distinct names remembered (to count each once); the warning shows 5
+
+
 class Listings:
+    def _unnamable(self, vpath: str) -> None:
+        seen = self.__dict__.setdefault("unnamable", {})
+        if len(seen) < MAX_UNNAMABLE_KEPT:
+            seen[repr(os.fsencode(vpath))[2:-1]] = None  # the name's bytes, escaped
+
+    def listing_warnings(self) -> list[str]:
+        """What listings and searches left out: names no script path can spell."""
+        seen = self.__dict__.get("unnamable") or {}
+        if not seen:
+            return []
+        count = f"{len(seen)}{' or more' if len(seen) >= MAX_UNNAMABLE_KEPT else ''}"
+        shown = ", ".join(list(seen)[:5]) + (", ..." if len(seen) > 5 else "")
+        return [f"{count} entr{'y was' if len(seen) == 1 else 'ies were'} left out of listings and searches: their "
+                f"names hold control characters or bytes that are not UTF-8, so no path can name them ({shown})"]
+
     def _child_mounts(self, parts: tuple[str, ...]) -> dict[str, MountState]:
         """Mounts whose point is a direct child of the virtual directory `parts`."""
         out = {}
@@ -100,7 +118,8 @@ class Listings:
                     if name in child_mounts:
                         continue  # shadowed by a mount
                     if _CONTROL.search(name) or "\udc80" <= max(name) and any("\ud800" <= c <= "\udfff" for c in name):
-                        continue  # not addressable by a script path
+                        self._unnamable(vprefix + name)  # no script path can name it: left out, and said
+                        continue
                     try:
                         lst = de.stat(follow_symlinks=False)
                     except OSError:

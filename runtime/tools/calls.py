@@ -222,7 +222,7 @@ class Tools:
             out["complete"] = False
         if found.get("skipped_count"):
             out["skipped"], out["skipped_count"] = found["skipped"], found["skipped_count"]
-        warnings = self.store.warnings() + self.index.warnings
+        warnings = self.store.warnings() + self.index.warnings + self.vfs.listing_warnings()
         if warnings:
             out["warnings"] = warnings
         return json.dumps(out, ensure_ascii=False)
@@ -276,5 +276,7 @@ def _page(service: FilesService, entries: list, offset: int, limit: int) -> str:
     """One page of a listing as JSON: only the page's entries are built (a directory of 100,000
     costs its names, not 100,000 structured entries), with the total and whether it was cut."""
     chosen = [service.entry_json(e) for e in entries[offset: offset + limit]]
-    return json.dumps({"entries": chosen, "total": len(entries), "truncated": offset + len(chosen) < len(entries)},
-                      ensure_ascii=False)
+    out = {"entries": chosen, "total": len(entries), "truncated": offset + len(chosen) < len(entries)}
+    if service.vfs.listing_warnings():
+        out["warnings"] = service.vfs.listing_warnings()
+    return json.dumps(out, ensure_ascii=False)

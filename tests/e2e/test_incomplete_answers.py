@@ -70,3 +70,19 @@ def test_grep_skips_too_and_refuses_a_max_results_out_of_bounds(tree):
     for bad in ("0", "10001"):
         _out, error = run(f'Directory("/").grep("needle", max_results={bad})\n', tree)
         assert error.startswith(f"RuntimeError: grep(): max_results must be from 1 to 10000, not {bad}"), error
+
+
+def test_names_no_path_can_spell_are_left_out_and_said_to_be(tmp_path):
+    """A name with a control character or bytes that are not UTF-8 cannot be named by a script:
+    it is left out of listings and searches, and the run's warnings say how many and which."""
+    import os
+
+    (tmp_path / "ok.txt").write_text("word\n")
+    (tmp_path / "bad\x07name.txt").write_text("word\n")
+    with open(os.path.join(os.fsencode(tmp_path), b"x\xffy.txt"), "w") as f:
+        f.write("word\n")
+    r = run_script('print(Directory("/").files())\nprint(len(Directory("/").grep("word")))\n', root=str(tmp_path),
+                   timeout=30)
+    assert r.ok and r.output == "[ok.txt]\n1\n"
+    assert r.warnings == ["2 entries were left out of listings and searches: their names hold control characters "
+                          "or bytes that are not UTF-8, so no path can name them (bad\\x07name.txt, x\\xffy.txt)"]

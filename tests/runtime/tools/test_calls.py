@@ -338,3 +338,11 @@ def test_braces_are_refused_not_silently_empty(tools):
 def test_find_takes_a_leading_slash_and_a_directory_name(tools):
     names = {e["path"] for e in json.loads(call(tools, "find", {"glob": "/billing"}))["entries"]}
     assert {"billing/refunds.md", "billing/sub/deep.md"} <= names
+
+
+def test_a_listing_says_what_it_left_out(root, tools):
+    (root / "odd\x1bname.md").write_text("refund\n")
+    out = json.loads(call(tools, "ls", {"path": "/"}))
+    assert "odd\x1bname.md" not in [e["name"] for e in out["entries"]]
+    assert out["warnings"] == ["1 entry was left out of listings and searches: their names hold control "
+                               "characters or bytes that are not UTF-8, so no path can name them (odd\\x1bname.md)"]
