@@ -119,6 +119,8 @@ def promptscript_options(args) -> tuple[dict, float]:
         args.project = "."  # the current directory is the project unless the run's sandbox is given
     if min(args.max_steps, args.max_time, args.max_tool_calls, args.max_file_bytes) < 0:
         raise UsageError("--max-steps, --max-time, --max-tool-calls and --max-file-bytes cannot be negative")
+    if args.max_llm_calls < 0 or not args.max_cost >= 0 or args.max_cost == math.inf:
+        raise UsageError("--max-llm-calls and --max-cost must be non-negative numbers")
     if args.max_files_changed is not None and args.max_files_changed < 0:
         raise UsageError("--max-files-changed cannot be negative")
     timeout = args.timeout
@@ -133,7 +135,8 @@ def promptscript_options(args) -> tuple[dict, float]:
                "halt_on_loop": args.halt_on_loop, "verbose": args.verbose,
                "allow_commands": tuple(args.allow_command), "max_files_changed": args.max_files_changed,
                "max_file_bytes": args.max_file_bytes,
-               "max_log_bytes": args.max_log_bytes}
+               "max_log_bytes": args.max_log_bytes, "provider": args.provider, "model": args.model,
+               "base_url": args.base_url, "max_llm_calls": args.max_llm_calls, "max_cost": args.max_cost}
     return options, timeout
 
 

@@ -40,6 +40,7 @@ DEFAULT_TIMEOUT_MS = 120_000
 DEFAULT_RETRIES = 2
 DEFAULT_RETRY_DELAY_MS = 1000
 MAX_LOGGED_TEXT = 2000
+MOCK_FILE = "mock-agent-output.md"
 
 
 class LLMLayer:
@@ -54,7 +55,7 @@ class LLMLayer:
         self.providers = None  # providers.Providers, made by the first call that reaches one
         self.mock_turns: dict[str, int] = {}
         self.memory = None  # memory.Memories, made by the first call naming a memory_key
-        self.current: tuple = ("plan", None)
+        self.current: tuple = ("plan", None, "", {})
 
     def totals(self) -> dict:
         """The run log's `end` fields (none for a run without LLM calls)."""
@@ -97,7 +98,7 @@ class LLMLayer:
                 raise LLMError(str(exc)) from None
         elif "schema" in extra:
             raise LLMError("schema is an option of decide() only")
-        self.current = (kind, schema)  # what provider mock answers without mock_plan
+        self.current = (kind, schema, prompt, state)  # what provider mock answers without mock_plan
         mock = "mock_plan" in opts
         cfg = resolve({**opts, "provider": "mock"} if mock else opts, CLIDefaults() if mock else self.cli,
                       self.secrets, self.environ)
@@ -267,8 +268,12 @@ class _Failed(Exception):
         self.what, self.retryable = what, retryable
 
 
-def _mock_default(kind: str, schema: dict | None):
-    """provider mock without mock_plan: a fixed, valid answer of each kind."""
+def _mock_default(kind: str, schema: dict | None, prompt: str, state: dict):
+    """provider mock without mock_plan: a fixed, valid answer of each kind. An agent that must
+    write (require_write) and has not yet writes MOCK_FILE, so that scripts run offline whole."""
+    if kind == "agent" and state.get("require_write") is True and state.get("wrote") is not True:
+        return {"action": "WRITE_FILE", "args": {"path": MOCK_FILE, "content": f"mock agent: {prompt[:500]}\n"},
+                "done": False, "reason": "mock write"}
     if kind in ("plan", "agent"):
         return {"action": "REPORT", "args": {"message": "mock: done", "done": True}, "done": True, "reason": "mock"}
     if kind == "judge":

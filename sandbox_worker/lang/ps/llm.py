@@ -137,7 +137,8 @@ class AgentLoop:
         while self.most is None or i < self.most:
             self.llm.step()
             i += 1
-            plan = self.llm.call("agent", self.prompt, self.opts, {"last_result": last, "iteration": i})
+            plan = self.llm.call("agent", self.prompt, self.opts, {"last_result": last, "iteration": i,
+                                                                   "require_write": self.require_write, "wrote": self.wrote})
             action, args = plan["action"], plan["args"]
             warning = self.loop_warning(plan)
             if self.stop_on_report and self.require_write and self.finishing(plan) and not self.wrote:
