@@ -168,6 +168,7 @@ def command_run(args) -> int:
     sandbox = build_sandbox(args)
     if options is not None and options["project"] is not None:
         run_log = options["run_log"] = open_run_log(options["project"], args.max_log_bytes)
+        keep_for_replay(run_log, source, options)
     from runtime.terminal import terminal_safe
 
     on_terminal = sys.stdout.isatty()
@@ -186,6 +187,47 @@ def command_run(args) -> int:
         from runtime.promptscript.runlog import log_unstarted_run
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
     report_run(result, args.verbose)
+    return result.exit_code
+
+
+def keep_for_replay(run_log, source: str, options: dict) -> None:
+    """The script beside its run log, and its LLM answers as they come (`fdsl replay`)."""
+    from runtime.promptscript.llm.replay import SCRIPT, attach
+
+    try:
+        attach(run_log.dir, SCRIPT, source)
+    except OSError as exc:
+        raise UsageError(f"cannot keep the script beside the run log in {run_log.dir}: {exc.strerror}") from None
+    options["record_llm"] = True
+
+
+def command_replay(args) -> int:
+    """Run a recorded run's script again with its options and its recorded LLM answers."""
+    from dataclasses import fields
+
+    from runtime.errors import RunSetupError
+    from runtime.promptscript.llm.replay import load
+
+    project = Path(args.project)
+    if not project.is_dir():
+        raise UsageError(f"--project {args.project}: not a directory")
+    try:
+        source, recorded, answers = load(project, args.run_id)
+    except (RunSetupError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    skip = {"project", "approve", "run_log", "replay", "record_llm", "replay_of", "isolation"}
+    options = {f.name: recorded[f.name] for f in fields(PSOptions) if f.name in recorded and f.name not in skip}
+    options["allow_commands"] = tuple(options.get("allow_commands", ()))
+    options.update(project=project, replay=answers, replay_of=args.run_id)
+    options["run_log"] = open_run_log(project, options.get("max_log_bytes", PSOptions.max_log_bytes))
+    max_time = options.get("max_time_ms", PSOptions.max_time_ms)
+    timeout = args.timeout or (max_time / 1000 + PS_TIMEOUT_MARGIN_S if max_time else math.inf)
+    args.root, args.mount, args.config = None, [], None
+    result = run_script(source, sandbox=build_sandbox(args), approve=approver(args), lang="ps",
+                        filename=f"{args.run_id}/script.ps", timeout=timeout, on_output=sys.stdout.write,
+                        options=options)
+    sys.stdout.flush()
+    report_run(result, False)
     return result.exit_code
 
 
@@ -321,6 +363,8 @@ def run_command(args) -> int:
             return command_doctor(args)
         if args.command == "audit":
             return command_audit(args)
+        if args.command == "replay":
+            return command_replay(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

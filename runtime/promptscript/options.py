@@ -38,4 +38,7 @@ class PSOptions:
     model: str | None = None  # --model: every LLM call's model (over the script's)
     base_url: str | None = None  # --base-url: every LLM call's base URL (provider custom: an OpenAI-compatible server)
     max_llm_calls: int = 500  # --max-llm-calls: requests sent to a model, retries included (0: unlimited)
-    max_cost: float = 10.0  # --max-cost: USD of the LLM calls' token usage (0: unlimited)  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
+    max_cost: float = 10.0  # --max-cost: USD of the LLM calls' token usage (0: unlimited)
+    record_llm: bool = False  # keep the LLM answers beside the run log, for `fdsl replay` (the CLI sets it)
+    replay: list | None = None  # `fdsl replay`: the recorded answers, used instead of any provider
+    replay_of: str | None = None  # `fdsl replay`: the id of the run replayed (in the run log's start event)  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail

@@ -77,10 +77,10 @@ class PSSession:
         self.stopped: ScriptError | None = None  # a spent budget stays spent
         self.reports: list[dict] = []
         self.deadline = OpDeadline(self)
-        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url))
         self.log = options.run_log
         if self.log is None and options.project is not None:
             self.log = RunLog(Path(options.project), options.max_log_bytes)
+        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url))
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
             "REPORT": partial(dialogue.report, self),
             "ASK_USER": partial(dialogue.ask_user, self),

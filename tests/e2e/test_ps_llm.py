@@ -62,3 +62,31 @@ def test_llm_flags_are_checked_and_only_for_ps(tmp_path):
     assert proc.returncode == 2 and "--max-llm-calls and --max-cost must be non-negative" in proc.stderr
     proc = fdsl("run", ps, "--project", tmp_path, "--provider", "acme")
     assert proc.returncode == 2 and "invalid choice: 'acme'" in proc.stderr
+
+
+def test_replay_reproduces_a_run_byte_for_byte_without_the_network(tmp_path, fake_llm):
+    from tests.support.fake_llm import Fail
+
+    script = tmp_path / "agent.ps"
+    script.write_text(f'''
+c = LLMClient({{ provider: "openai", baseUrl: "{fake_llm.url}", retryDelayMs: 1 }})
+r = run_agent(c, "write the page", {{ require_write: true }})
+log(r)
+d = decide({{ question: "next?", schema: {{ next: "string" }}, provider: "openai", baseUrl: "{fake_llm.url}" }})
+log("next: " + d.next, llm_calls, cost)
+log(apply("READ_FILE", {{ path: "page.html" }}))
+''')
+    fake_llm.answer(Fail(500), {"action": "WRITE_FILE", "args": {"path": "page.html", "content": "<h1>hi</h1>"}, "done": False},
+                    "not json", DONE, {"next": "style"})
+    proc = fdsl("run", script, "--project", tmp_path, "--yes", env={"OPENAI_API_KEY": KEY})
+    assert proc.returncode == 0, proc.stderr
+    assert len(fake_llm.requests) == 5
+    fake_llm.close()  # nothing answers any more: a replay must not need it
+    (run,) = [d.name for d in (tmp_path / ".ps-runs").iterdir() if d.name != "memory"]
+    assert KEY not in (tmp_path / ".ps-runs" / run / "llm.jsonl").read_text()
+    replay = fdsl("replay", run, "--project", tmp_path, "--yes", env={"OPENAI_API_KEY": ""})
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout == proc.stdout and replay.stdout.endswith("[ps] <h1>hi</h1>\n")
+    assert len(fake_llm.requests) == 5
+    proc = fdsl("replay", "no-such-run", "--project", tmp_path)
+    assert proc.returncode == 2 and "has no recorded script" in proc.stderr

@@ -100,5 +100,6 @@ class FakeLLM:
         return "\n".join(parts)
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        if self.thread.is_alive():
+            self.server.shutdown()
+            self.server.server_close()

@@ -114,18 +114,27 @@ def detect_provider(environ) -> str:
                    "(--provider mock runs offline)")
 
 
-def resolve(opts: dict, cli: CLIDefaults, secrets: Secrets, environ=None) -> Resolved:
+def _detected(environ, need_key: bool) -> str:
+    try:
+        return detect_provider(environ)
+    except LLMError:
+        if need_key:
+            raise
+        return "openai"  # a replay reaches no provider: the name is only logged
+
+
+def resolve(opts: dict, cli: CLIDefaults, secrets: Secrets, environ=None, need_key: bool = True) -> Resolved:
     """The provider, model, URL and key of one call (``opts``: client options with the call's
     over them, already merged by the worker)."""
     environ = os.environ if environ is None else environ
     opts = check_options(dict(opts))
-    provider = cli.provider or opts.get("provider") or detect_provider(environ)
+    provider = cli.provider or opts.get("provider") or _detected(environ, need_key)
     model = cli.model or opts.get("model") or DEFAULT_MODELS[provider]
     base_url = cli.base_url or opts.get("baseUrl") or BASE_URLS.get(provider)
-    if provider == "custom" and base_url is None:
+    if provider == "custom" and base_url is None and need_key:
         raise LLMError("provider custom needs baseUrl (an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1), "
                        "in the options or with --base-url")
-    key = None if provider == "mock" else _key(provider, opts.get("apiKey"), environ)
+    key = None if provider == "mock" or not need_key else _key(provider, opts.get("apiKey"), environ)
     secrets.add(key)
     return Resolved(provider, model, base_url, key, opts)
 

@@ -24,6 +24,7 @@ import time
 from runtime.errors import ScriptError
 from runtime.promptscript.llm import prompts
 from runtime.promptscript.llm.config import CLIDefaults, LLMError, Resolved, Secrets, resolve
+from runtime.promptscript.llm.replay import Recorder
 from runtime.promptscript.llm.schema import (
     BadAnswer,
     check_decision,
@@ -56,6 +57,8 @@ class LLMLayer:
         self.mock_turns: dict[str, int] = {}
         self.memory = None  # memory.Memories, made by the first call naming a memory_key
         self.current: tuple = ("plan", None, "", {})
+        self.replay = None if session.options.replay is None else list(session.options.replay)
+        self.recorder = Recorder(session.log if session.options.record_llm else None)
 
     def totals(self) -> dict:
         """The run log's `end` fields (none for a run without LLM calls)."""
@@ -101,7 +104,7 @@ class LLMLayer:
         self.current = (kind, schema, prompt, state)  # what provider mock answers without mock_plan
         mock = "mock_plan" in opts
         cfg = resolve({**opts, "provider": "mock"} if mock else opts, CLIDefaults() if mock else self.cli,
-                      self.secrets, self.environ)
+                      self.secrets, self.environ, need_key=self.replay is None)
         memory = self.memory_for(extra.get("memory_key"), kind, prompt, state)
         files = self.context_files(extra.get("context_files"))
         policy = self.session.policies.current
@@ -149,12 +152,17 @@ class LLMLayer:
             try:
                 reply = self.send(cfg, messages)
             except _Failed as failed:
+                if cfg.provider != "mock":
+                    self.recorder.record({"ok": False, "what": failed.what, "retryable": failed.retryable})
                 self.log_call(kind, cfg, messages, started, ok=False, error=failed.what)
                 if not failed.retryable or attempt == retries:
                     raise LLMError(f"{kind}: the LLM call to {cfg.provider} ({cfg.model}) failed: {failed.what}"
                                    + (f" after {attempt + 1} attempts" if attempt else "")) from None
                 self.pause(cfg.get("retryDelayMs", DEFAULT_RETRY_DELAY_MS))
                 continue
+            if cfg.provider != "mock":
+                self.recorder.record({"ok": True, "text": self.secrets.redact(reply.text), "tokens_in": reply.input_tokens,
+                                      "tokens_out": reply.output_tokens, "model": reply.model})
             self.account(kind, cfg, messages, reply, started)
             return reply.text
         raise AssertionError("unreachable")
@@ -172,6 +180,8 @@ class LLMLayer:
     def send(self, cfg: Resolved, messages: list):
         if cfg.provider == "mock":
             return self.mock_reply(cfg, messages)
+        if self.replay is not None:
+            return self.replayed()
         if self.providers is None:
             from runtime.promptscript.llm.providers import Providers
 
@@ -190,7 +200,23 @@ class LLMLayer:
         except Exception as exc:  # noqa: BLE001 - a provider's failure, worded by classify()
             raise _Failed(*classify(exc)) from None
 
+    def replayed(self):
+        """The next recorded answer (fdsl replay): no provider is reached."""
+        from types import SimpleNamespace
+
+        if not self.replay:
+            raise LLMError(f"replay: the script asks for more LLM answers than the run recorded ({self.calls - 1})")
+        entry = self.replay.pop(0)
+        if type(entry) is not dict:
+            raise LLMError("replay: a recorded answer is damaged")
+        if entry.get("ok") is not True:
+            raise _Failed(str(entry.get("what", "a recorded failure")), entry.get("retryable") is True)
+        return SimpleNamespace(text=str(entry.get("text", "")), input_tokens=int(entry.get("tokens_in") or 0),
+                               output_tokens=int(entry.get("tokens_out") or 0), model=str(entry.get("model", "")))
+
     def pause(self, ms: int) -> None:
+        if self.replay is not None:
+            return  # a replay does not wait between attempts
         left = self.session.deadline.left()
         if left is not None and left <= ms / 1000:
             time.sleep(max(left, 0))
@@ -258,6 +284,7 @@ class LLMLayer:
         return out
 
     def close(self) -> None:
+        self.recorder.close()
         if self.providers is not None:
             self.providers.close()
 
