@@ -90,3 +90,12 @@ log(apply("READ_FILE", {{ path: "page.html" }}))
     assert len(fake_llm.requests) == 5
     proc = fdsl("replay", "no-such-run", "--project", tmp_path)
     assert proc.returncode == 2 and "has no recorded script" in proc.stderr
+
+
+def test_the_agent_example_runs_offline(tmp_path):
+    proc = fdsl("run", REPO / "examples" / "agent.ps", "--project", tmp_path, "--yes", env={"OPENAI_API_KEY": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == ["[ps] agent: done=true after 3 steps", "[ps] next: tests (6 LLM calls, $0.0)"]
+    assert (tmp_path / "agent-notes.md").read_text().startswith("# Notes")
+    memory = json.loads((tmp_path / ".ps-runs" / "memory" / "example.agent.json").read_text())
+    assert memory["summary"] == "- notes on the TODOs" and "agent-notes.md" in memory["filesTouched"]

@@ -206,3 +206,9 @@ log(summarize("s", {{ memory_key: "m", provider: "{provider}", baseUrl: "{url}" 
     assert result.output.splitlines() == ["[ps] READ_FILE F", "[ps] 1", "[ps] false", "[ps] REPORT: fake: done",
                                           "[ps] 2", "[ps] new"]
     assert "Result of your last action:\nok: F" in fake_llm.texts(5)
+
+
+def test_a_huge_response_is_refused_unread(tmp_path, fake_llm):
+    fake_llm.answer("x" * (3 << 20))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
+    assert result.exit_code == 1 and "the provider's response is over 2097152 bytes" in result.error
