@@ -17,7 +17,6 @@ Each decision:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
@@ -192,7 +191,7 @@ class LLMLayer:
         left = self.session.deadline.left()
         try:
             return self.providers.call(cfg, messages, limit if left is None else max(min(limit, left), 0.001))
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:  # asyncio's too, since Python 3.11 (asyncio stays unloaded until a provider call)
             self.session.deadline.check(f"LLM call to {cfg.provider}")  # the run's or the block's deadline
             raise _Failed(f"no answer within timeoutMs {int(limit * 1000)} ms", True) from None
         except ScriptError:
