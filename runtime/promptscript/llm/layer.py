@@ -69,7 +69,10 @@ class LLMLayer:
     def noted(self, action: str, values: dict, ok: bool, error: str | None = None) -> None:
         """An action done: into the active memory (memory.py), if a call named one."""
         if self.memory is not None:
-            self.memory.note(action, values, ok, error)
+            try:
+                self.memory.note(action, values, ok, error)
+            except LLMError as exc:  # the action is done: a memory that cannot be updated is only logged
+                self.session.event("memory_error", action=action, error=str(exc)[:500])
 
     def counters(self) -> dict:
         return {"llm_calls": self.calls, "cost": round(self.cost, 6)}
@@ -253,8 +256,14 @@ class LLMLayer:
     def log_call(self, kind: str, cfg: Resolved, messages: list, started: float, **fields) -> None:
         shown = {k: self.secrets.redact(v)[:MAX_LOGGED_TEXT] if isinstance(v, str) else v for k, v in fields.items()}
         prompt = self.secrets.redact(messages[-1][1])[:MAX_LOGGED_TEXT]
+        ms = round((time.monotonic() - started) * 1000, 1)
         self.session.event("llm_call", kind=kind, provider=cfg.provider, model=cfg.model, call=self.calls,
-                           latency_ms=round((time.monotonic() - started) * 1000, 1), prompt=prompt, **shown)
+                           latency_ms=ms, prompt=prompt, **shown)
+        if self.session.options.verbose:
+            outcome = (f"ok ({fields.get('tokens_in')}+{fields.get('tokens_out')} tokens, ${fields.get('cost')})"
+                       if fields.get("ok") else f"error: {shown.get('error')}")
+            print(f"[ps] llm #{self.calls} {kind} {cfg.provider} {cfg.model} -> {outcome} ({ms} ms)",
+                  file=self.session.stderr)
 
     # -- memory and context files --
 

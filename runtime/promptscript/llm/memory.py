@@ -100,6 +100,13 @@ class Memories:
 
     def update(self, key: str, change) -> dict:
         """Lock, re-read, change, bound and replace the memory ``key``; returns it."""
+        try:
+            return self._update(key, change)
+        except OSError as exc:
+            raise LLMError(f"the memory {key} cannot be written in {RUN_LOG_DIR}/{MEMORY_DIR} "
+                           f"({exc.strerror or type(exc).__name__})") from None
+
+    def _update(self, key: str, change) -> dict:
         path = self._path(key)
         lock = os.open(self.dir / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:

@@ -17,6 +17,7 @@ from .values import render, type_name
 
 CALL_OPTIONS = frozenset(protocol.PS_LLM_OPTIONS + protocol.PS_LLM_CALL_OPTIONS)
 AGENT_OPTIONS = CALL_OPTIONS | frozenset(protocol.PS_AGENT_OPTIONS)
+MAX_PROMPT_CHARS = 64 * 1024  # the broker's cap on a string argument of an op
 FED_BACK = ("RuntimeError", "SandboxError", "LimitError")  # a spent budget stays spent: the next call says so
 MAX_FEEDBACK_CHARS = 8000
 WRITES = ("WRITE_FILE", "PATCH_FILE")
@@ -33,11 +34,18 @@ def _options(what: str, opts, known: frozenset) -> dict:
     return dict(opts)
 
 
+def _fits(what: str, prompt: str) -> None:
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise PSError(f"{what}(): the prompt has {len(prompt)} characters, more than {MAX_PROMPT_CHARS}; "
+                      "give long texts through context_files, or shorten it")
+
+
 def _prompt_args(what: str, args: tuple) -> tuple[str, dict]:
     if not 1 <= len(args) <= 2:
         raise PSError(f"{what}() takes a prompt and an optional options object ({len(args)} arguments given)")
     if type(args[0]) is not str:
         raise PSError(f"{what}() needs a prompt string, not {type_name(args[0])}")
+    _fits(what, args[0])
     return args[0], _options(f"{what}()", args[1] if len(args) == 2 else None, CALL_OPTIONS)
 
 
@@ -92,6 +100,7 @@ class LLMBuiltins:
         question = opts.pop("question", None)
         if type(question) is not str:
             raise PSError("decide() needs question: a string")
+        _fits("decide", question)
         if "schema" not in opts:
             raise PSError('decide() needs schema: an object of field types, e.g. {next: "string"}')
         return self.call("decide", question, opts)
@@ -109,6 +118,7 @@ class LLMBuiltins:
             raise PSError(f"run_agent() needs an LLMClient or an options object, not {type_name(who)}")
         if type(prompt) is not str:
             raise PSError(f"run_agent() needs a prompt string, not {type_name(prompt)}")
+        _fits("run_agent", prompt)
         opts = _options("run_agent()", args[2] if len(args) == 3 else None, AGENT_OPTIONS)
         agent = {k: opts.pop(k) for k in protocol.PS_AGENT_OPTIONS if k in opts}
         most = agent.get("max_iterations")

@@ -125,3 +125,16 @@ def test_memory_updates_are_atomic_and_bounded(tmp_path):
     assert len(path.read_bytes()) <= MAX_MEMORY_BYTES + 200 and 0 < len(stored["recentDiffSummary"]) <= 12
     memories.update("k", lambda m: m.__setitem__("summary", "s" * 50_000))
     assert len(path.read_bytes()) <= MAX_MEMORY_BYTES + 200
+
+
+def test_a_short_cycle_is_a_loop_too(tmp_path):
+    other = {"action": "READ_FILE", "args": {"path": "in.txt", "maxBytes": 1}, "done": False}
+    result = ps(agent([READ, other, READ, other, READ, other, DONE]), tmp_path)
+    assert "[ps] warning: loop detected in run_agent: the same 2 actions 3 times in a row" in result.output
+    result = ps(agent([READ, other]), tmp_path, halt_on_loop=True)
+    assert result.exit_code == 1 and "loop detected" in result.error
+
+
+def test_a_prompt_over_the_op_limit_is_a_clear_error(tmp_path):
+    result = ps('run_agent({ provider: "mock" }, "x" * 70000)\n', tmp_path)
+    assert "run_agent(): the prompt has 70000 characters, more than 65536" in result.error

@@ -184,9 +184,10 @@ def test_lazy_imports_a_script_without_llm_calls(tmp_path):
     assert out.stdout.strip() == "[]"  # mock calls, like scripts with no LLM call, load none of them
 
 
-@pytest.mark.parametrize("provider", ["custom", "anthropic"])
+@pytest.mark.parametrize("provider", ["custom", "anthropic", "openai", "openrouter"])
 def test_each_builtin_against_the_fake_server(tmp_path, fake_llm, provider, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.setenv(name, KEY)
     url = fake_llm.url if provider == "custom" else fake_llm.anthropic_url
     (tmp_path / "f.txt").write_text("F")
     fake_llm.answer({"action": "READ_FILE", "args": {"path": "f.txt"}, "done": False},  # client call
@@ -212,3 +213,42 @@ def test_a_huge_response_is_refused_unread(tmp_path, fake_llm):
     fake_llm.answer("x" * (3 << 20))
     result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
     assert result.exit_code == 1 and "the provider's response is over 2097152 bytes" in result.error
+
+
+def test_answer_checks_only_ever_refuse_with_a_reason():
+    """Whatever text a model returns, the check is a plan or a BadAnswer: never a crash."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from runtime.promptscript.llm.schema import BadAnswer, check_decision, check_plan, check_verdict, parse_json
+
+    leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+    values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["action", "args", "done", "confidence", "reason", "x", "path"]), inner, max_size=5), max_leaves=20)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.text(max_size=200), values.map(json.dumps)))
+    def check(text):
+        for checker in (lambda v: check_plan(v, ["READ_FILE", "REPORT"], True), check_verdict,
+                        lambda v: check_decision(v, {"next": "string"})):
+            try:
+                checker(parse_json(text))
+            except BadAnswer as exc:
+                assert str(exc)
+
+    check()
+
+
+def test_verbose_traces_each_llm_call(tmp_path, fake_llm):
+    import io
+
+    from runtime.promptscript.options import PSOptions
+    from runtime.promptscript.session import PSSession
+
+    err = io.StringIO()
+    session = PSSession(PSOptions(verbose=True), stderr=err)
+    fake_llm.answer(DONE)
+    reply = session.llm.op_llm("plan", "x", {"provider": "custom", "baseUrl": fake_llm.url, "model": "gpt-4o-mini"}, {})
+    session.llm.close()
+    assert reply["value"]["action"] == "REPORT" and reply["llm_calls"] == 1
+    assert err.getvalue().startswith("[ps] llm #1 plan custom gpt-4o-mini -> ok (100+20 tokens, $")
