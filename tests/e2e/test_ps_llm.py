@@ -99,3 +99,13 @@ def test_the_agent_example_runs_offline(tmp_path):
     assert (tmp_path / "agent-notes.md").read_text().startswith("# Notes")
     memory = json.loads((tmp_path / ".ps-runs" / "memory" / "example.agent.json").read_text())
     assert memory["summary"] == "- notes on the TODOs" and "agent-notes.md" in memory["filesTouched"]
+
+
+def test_a_key_written_in_the_script_is_not_kept_in_the_run_log(tmp_path, fake_llm):
+    script = tmp_path / "k.ps"
+    script.write_text(f'c = LLMClient({{ provider: "custom", baseUrl: "{fake_llm.url}", apiKey: "{KEY}" }})\nlog(c("x").action)\n')
+    proc = fdsl("run", script, "--project", tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "[ps] REPORT\n", proc.stderr
+    assert fake_llm.requests[0]["headers"]["authorization"] == "Bearer " + KEY
+    kept = "".join(p.read_text() for p in (tmp_path / ".ps-runs").rglob("*") if p.is_file())
+    assert KEY not in kept and "[redacted]" in kept

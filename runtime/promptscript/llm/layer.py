@@ -293,8 +293,18 @@ class LLMLayer:
 
     def close(self) -> None:
         self.recorder.close()
+        self.redact_script()
         if self.providers is not None:
             self.providers.close()
+
+
+    def redact_script(self) -> None:
+        """A key written in the script itself (apiKey: "sk-...") is blanked out of its copy kept for replay."""
+        from runtime.promptscript.llm.replay import SCRIPT, rewrite
+
+        log = self.session.log
+        if log is not None and self.secrets.keys:
+            rewrite(log.dir / SCRIPT, self.secrets.redact)
 
 
 class _Failed(Exception):

@@ -29,6 +29,23 @@ def attach(run_dir: Path, name: str, text: str) -> None:
         f.write(text)
 
 
+def rewrite(path: Path, change) -> None:
+    """Replace a file of the run's directory by ``change(text)`` (a new file, then rename)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # no copy kept (a run not started by fdsl run)
+    with os.fdopen(fd, encoding="utf-8") as f:
+        text = f.read()
+    changed = change(text)
+    if changed != text:
+        tmp = path.with_name(path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(changed)
+        os.replace(tmp, path)
+
+
 class Recorder:
     def __init__(self, log) -> None:
         self.log = log
