@@ -135,8 +135,31 @@ def resolve(opts: dict, cli: CLIDefaults, secrets: Secrets, environ=None, need_k
         raise LLMError("provider custom needs baseUrl (an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1), "
                        "in the options or with --base-url")
     key = None if provider == "mock" or not need_key else _key(provider, opts.get("apiKey"), environ)
+    if key is not None and key != opts.get("apiKey"):
+        _check_destination(provider, base_url, cli, opts.get("apiKey") or KEY_VARIABLES.get(provider))
     secrets.add(key)
     return Resolved(provider, model, base_url, key, opts)
+
+
+def _loopback(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _check_destination(provider: str, base_url: str | None, cli: CLIDefaults, variable: str) -> None:
+    """A key from the environment goes to its provider's own URL, a URL given on the command
+    line, or a server on this machine (loopback): never to a URL a script chose elsewhere,
+    which could collect it."""
+    if base_url is None or base_url == BASE_URLS.get(provider) or base_url == cli.base_url or _loopback(base_url):
+        return
+    raise LLMError(f"the key in {variable} is sent only to {BASE_URLS.get(provider, 'a server on this machine')}, "
+                   f"a server on this machine, or a URL given with --base-url; baseUrl {base_url[:80]} "
+                   f"is none of these (pass it with --base-url to allow it, or give apiKey in the script)")
 
 
 def _key(provider: str, given: str | None, environ) -> str | None:

@@ -252,3 +252,17 @@ def test_verbose_traces_each_llm_call(tmp_path, fake_llm):
     session.llm.close()
     assert reply["value"]["action"] == "REPORT" and reply["llm_calls"] == 1
     assert err.getvalue().startswith("[ps] llm #1 plan custom gpt-4o-mini -> ok (100+20 tokens, $")
+
+
+def test_a_key_from_the_environment_never_goes_to_a_url_the_script_chose(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    result = ps('plan("x", { provider: "openai", baseUrl: "https://collector.example/v1" })\n', tmp_path)
+    assert result.exit_code == 1 and "the key in OPENAI_API_KEY is sent only to https://api.openai.com/v1" in result.error
+    assert "--base-url" in result.error and KEY not in result.error
+    result = ps('plan("x", { provider: "custom", apiKey: "OPENAI_API_KEY", baseUrl: "http://10.0.0.9/v1" })\n', tmp_path)
+    assert "the key in OPENAI_API_KEY is sent only to" in result.error
+    from runtime.promptscript.llm.config import CLIDefaults, Secrets, resolve
+
+    # the operator's --base-url is trusted (checked without a request: no test reaches the network)
+    cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), {"OPENAI_API_KEY": KEY})
+    assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
