@@ -266,3 +266,18 @@ def test_a_key_from_the_environment_never_goes_to_a_url_the_script_chose(tmp_pat
     # the operator's --base-url is trusted (checked without a request: no test reaches the network)
     cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), {"OPENAI_API_KEY": KEY})
     assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
+
+
+def test_context_files_are_read_through_the_policy_and_guards_see_the_counters(tmp_path, fake_llm):
+    (tmp_path / "notes.md").write_text("CONTEXT-NOTES-7")
+    (tmp_path / "secret.txt").write_text("hidden")
+    fake_llm.answer({"answer": True})
+    result = ps(f'''
+guard judge("ok?", {custom(fake_llm, context_files=["notes.md"])})
+guard llm_calls == 1 and cost > 0 and cost < max_cost
+with policy {{ allowRead: ["notes.md"] }}:
+  judge("x", {custom(fake_llm, context_files=["secret.txt"])})
+''', tmp_path)
+    assert "File notes.md:\nCONTEXT-NOTES-7" in fake_llm.texts(0)
+    assert result.exit_code == 1 and "line 5" in result.error and "secret.txt" in result.error
+    assert len(fake_llm.requests) == 1  # refused before any request
