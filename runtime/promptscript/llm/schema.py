@@ -37,6 +37,17 @@ def _depth(value, limit: int) -> int:
     return deepest
 
 
+def _loads(body: str):
+    """The JSON of ``body``; else the one object it holds between prose (models often add some)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        start, end = body.find("{"), body.rfind("}")
+        if start <= 0 or end <= start:
+            raise
+        return json.loads(body[start:end + 1])
+
+
 def parse_json(text: str):
     """The JSON value in a model's text (a ```json fence around it is allowed)."""
     if len(text) > MAX_ANSWER_CHARS:
@@ -46,7 +57,7 @@ def parse_json(text: str):
     if fenced:
         body = fenced.group(1).strip()
     try:
-        value = json.loads(body)
+        value = _loads(body)
     except RecursionError:
         raise BadAnswer(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:

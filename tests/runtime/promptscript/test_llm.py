@@ -281,3 +281,9 @@ with policy {{ allowRead: ["notes.md"] }}:
     assert "File notes.md:\nCONTEXT-NOTES-7" in fake_llm.texts(0)
     assert result.exit_code == 1 and "line 5" in result.error and "secret.txt" in result.error
     assert len(fake_llm.requests) == 1  # refused before any request
+
+
+def test_an_object_between_prose_is_taken(tmp_path, fake_llm):
+    fake_llm.answer('Sure! Here is the plan:\n{"action": "REPORT", "args": {"message": "m"}, "done": true}\nHope it helps.')
+    result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
+    assert result.output == "[ps] m\n", result.error
