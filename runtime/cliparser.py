@@ -161,7 +161,8 @@ def add_other_commands(commands) -> None:
     audit.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
     audit.add_argument("--layers", default=None, metavar="L1,L2",
                        help="apply only these hardening layers, to audit each alone (default: all)")
-    replay = commands.add_parser("replay", help="run a recorded PromptScript run again with its recorded LLM answers (no network)")
+    replay = commands.add_parser("replay",
+                                 help="run a recorded PromptScript run again with its recorded LLM answers (no network)")
     replay.add_argument("run_id", help="the run's id: its directory in PROJECT/.ps-runs/")
     replay.add_argument("--project", default=".", metavar="DIR", help="the project the run was in (default: .)")
     replay.add_argument("--yes", action="store_true", help="pre-approve every write")

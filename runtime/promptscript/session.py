@@ -20,6 +20,8 @@ its decision:
     ``timeout`` block (``deadline_ms``; a TimeoutError the worker turns into that block's
     timeout): ``self.deadline`` is what the handlers consult.
   * ``ps.parallel`` READ_FILE / SEARCH items in windows of ``max`` threads, in input order.
+  * ``ps.llm``    A language-model call (runtime/promptscript/llm/layer.py: its budgets,
+    deadlines, answer checks and keys); the plans it returns come back as ``ps.action``.
   * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout, block
     start/end, a budget the worker enforces); ``end`` records the final step count.
 
@@ -165,7 +167,8 @@ class PSSession:
             self.started = time.monotonic()  # the script starts now: the worker's start-up is not counted
         return {"max_steps": self.options.max_steps, "max_time_ms": self.options.max_time_ms,
                 "policy": self.policies.current, "files_changed": self.files_changed,
-                "halt_on_loop": self.options.halt_on_loop, "max_llm_calls": self.options.max_llm_calls, "max_cost": self.options.max_cost, **self.llm.counters()}
+                "halt_on_loop": self.options.halt_on_loop, "max_llm_calls": self.options.max_llm_calls,
+                "max_cost": self.options.max_cost, **self.llm.counters()}
 
     @property
     def files_changed(self) -> int:

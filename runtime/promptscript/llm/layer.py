@@ -234,7 +234,9 @@ class LLMLayer:
             turn = self.mock_turns.get(turn_key, 0)
             self.mock_turns[turn_key] = turn + 1
             given = given[min(turn, len(given) - 1)]
-        text = given if isinstance(given, str) else json.dumps(given if "mock_plan" in cfg.options else _mock_default(*self.current))
+        if "mock_plan" not in cfg.options:
+            given = _mock_default(*self.current)
+        text = given if isinstance(given, str) else json.dumps(given)
         tokens_in = sum(len(t) for _, t in messages) // 4
         return SimpleNamespace(text=text, input_tokens=tokens_in, output_tokens=len(text) // 4, model="mock")
 

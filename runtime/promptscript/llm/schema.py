@@ -74,9 +74,9 @@ def check_plan(value, allowed: list[str], no_ask: bool) -> dict:
     unknown = [k for k in value if k not in PS_PLAN_KEYS]
     if unknown:
         raise BadAnswer(f"unknown plan field '{str(unknown[0])[:40]}' (fields: {', '.join(PS_PLAN_KEYS)})")
-    for field, kind in (("action", str), ("args", dict), ("done", bool)):
+    for field, kind, word in (("action", str, "string"), ("args", dict, "object"), ("done", bool, "boolean")):
         if type(value.get(field)) is not kind:
-            raise BadAnswer(f"the plan needs '{field}' as a {'string' if kind is str else 'object' if kind is dict else 'boolean'}")
+            raise BadAnswer(f"the plan needs '{field}' as a {word}")
     action = value["action"]
     if action not in PS_ACTIONS:
         raise BadAnswer(f"unknown action '{action[:40]}' (actions allowed here: {', '.join(allowed)})")
