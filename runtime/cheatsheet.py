@@ -41,7 +41,10 @@ PromptScript (.ps): orchestration over the project (--project DIR, read-write; w
   scopes   with policy { allowActions: [...], allowRead: [...], allowWrite: [...] }:
   actions  apply("READ_FILE" | "WRITE_FILE" | "PATCH_FILE" | "SEARCH" | "RUN_CMD" | "ASK_USER"
            | "REPORT", { args })  or apply({ action, args, done })   parallel([{action, args}])
+  llm      plan(p) do(p) run_agent(client, p, {memory_key}) decide({question, schema}) judge(q)
+           summarize(i, {memory_key}) LLMClient({provider, model}); --provider mock: offline
   output   log(...) prints "[ps] ..."; budgets: --max-steps --max-time --max-tool-calls
+           --max-llm-calls --max-cost
 example:
   with policy { allowActions: ["SEARCH", "REPORT"] }:
     hits = apply("SEARCH", { query: "TODO", globs: ["src/**/*.py"] })

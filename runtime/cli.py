@@ -79,6 +79,8 @@ def promptscript_options(args) -> tuple[dict, float]:
         args.project = "."  # the current directory is the project unless the run's sandbox is given
     if min(args.max_steps, args.max_time, args.max_tool_calls, args.max_file_bytes) < 0:
         raise UsageError("--max-steps, --max-time, --max-tool-calls and --max-file-bytes cannot be negative")
+    if args.max_llm_calls < 0 or not args.max_cost >= 0 or args.max_cost == math.inf:
+        raise UsageError("--max-llm-calls and --max-cost must be non-negative numbers")
     if args.max_files_changed is not None and args.max_files_changed < 0:
         raise UsageError("--max-files-changed cannot be negative")
     timeout = args.timeout
@@ -93,7 +95,8 @@ def promptscript_options(args) -> tuple[dict, float]:
                "halt_on_loop": args.halt_on_loop, "verbose": args.verbose,
                "allow_commands": tuple(args.allow_command), "max_files_changed": args.max_files_changed,
                "max_file_bytes": args.max_file_bytes,
-               "max_log_bytes": args.max_log_bytes}
+               "max_log_bytes": args.max_log_bytes, "provider": args.provider, "model": args.model,
+               "base_url": args.base_url, "max_llm_calls": args.max_llm_calls, "max_cost": args.max_cost}
     return options, timeout
 
 
@@ -149,6 +152,7 @@ def execute_run(args, emit):
     sandbox = build_sandbox(args)
     if options is not None and options["project"] is not None:
         run_log = options["run_log"] = open_run_log(options["project"], args.max_log_bytes)
+        keep_for_replay(run_log, source, options)
     result = run_script(
         source, root=None, sandbox=sandbox, approve=approver(args), lang=lang, filename=str(script),
         timeout=timeout, memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
@@ -159,6 +163,47 @@ def execute_run(args, emit):
         from runtime.promptscript.runlog import log_unstarted_run
         log_unstarted_run(run_log, PSOptions(**options), result)  # the script never started; the log says why
     return result
+
+
+def keep_for_replay(run_log, source: str, options: dict) -> None:
+    """The script beside its run log, and its LLM answers as they come (`fdsl replay`)."""
+    from runtime.promptscript.llm.replay import SCRIPT, attach
+
+    try:
+        attach(run_log.dir, SCRIPT, source)
+    except OSError as exc:
+        raise UsageError(f"cannot keep the script beside the run log in {run_log.dir}: {exc.strerror}") from None
+    options["record_llm"] = True
+
+
+def command_replay(args) -> int:
+    """Run a recorded run's script again with its options and its recorded LLM answers."""
+    from dataclasses import fields
+
+    from runtime.errors import RunSetupError
+    from runtime.promptscript.llm.replay import load
+
+    project = Path(args.project)
+    if not project.is_dir():
+        raise UsageError(f"--project {args.project}: not a directory")
+    try:
+        source, recorded, answers = load(project, args.run_id)
+    except (RunSetupError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    skip = {"project", "approve", "run_log", "replay", "record_llm", "replay_of", "isolation"}
+    options = {f.name: recorded[f.name] for f in fields(PSOptions) if f.name in recorded and f.name not in skip}
+    options["allow_commands"] = tuple(options.get("allow_commands", ()))
+    options.update(project=project, replay=answers, replay_of=args.run_id)
+    options["run_log"] = open_run_log(project, options.get("max_log_bytes", PSOptions.max_log_bytes))
+    max_time = options.get("max_time_ms", PSOptions.max_time_ms)
+    timeout = args.timeout or (max_time / 1000 + PS_TIMEOUT_MARGIN_S if max_time else math.inf)
+    args.root, args.mount, args.config = None, [], None
+    result = run_script(source, sandbox=build_sandbox(args), approve=approver(args), lang="ps",
+                        filename=f"{args.run_id}/script.ps", timeout=timeout, on_output=sys.stdout.write,
+                        options=options)
+    sys.stdout.flush()
+    report_run(result, False)
+    return result.exit_code
 
 
 def report_run(result, verbose: bool) -> None:
@@ -334,6 +379,8 @@ def run_command(args) -> int:
             from runtime.index.cli import command_index
 
             return command_index(args)
+        if args.command == "replay":
+            return command_replay(args)
         if args.command in ("ls", "find"):
             from runtime.lscmd import command_listing
 

@@ -68,11 +68,14 @@ def add_sandbox_options(command) -> None:
 PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--max-time", "max_time"),
                    ("--max-tool-calls", "max_tool_calls"), ("--max-files-changed", "max_files_changed"),
                    ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
-                   ("--allow-command", "allow_command"), ("--max-file-bytes", "max_file_bytes"))
+                   ("--allow-command", "allow_command"), ("--max-file-bytes", "max_file_bytes"),
+                   ("--provider", "provider"), ("--model", "model"), ("--base-url", "base_url"),
+                   ("--max-llm-calls", "max_llm_calls"), ("--max-cost", "max_cost"))
 # option dest -> the PSOptions field whose default it takes when not given
 PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_tool_calls": "max_tool_calls",
                      "max_file_bytes": "max_file_bytes",
-                     "halt_on_loop": "halt_on_loop", "max_log_bytes": "max_log_bytes", "allow_command": "allow_commands"}
+                     "halt_on_loop": "halt_on_loop", "max_log_bytes": "max_log_bytes", "allow_command": "allow_commands",
+                     "max_llm_calls": "max_llm_calls", "max_cost": "max_cost"}
 
 
 STDIN_SCRIPT = "-"  # `fdsl run -`: the script comes from stdin (FilesDSL unless --lang says otherwise)
@@ -177,6 +180,22 @@ def add_promptscript_options(run) -> None:
                          f"default {default.max_file_bytes}; a write also fits one request of 1 MiB)")
     ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
+    add_llm_options(ps, default)
+
+
+def add_llm_options(ps, default: PSOptions) -> None:
+    from runtime.promptscript.llm.config import PROVIDERS
+
+    ps.add_argument("--provider", default=None, choices=PROVIDERS,
+                    help="every LLM call's provider, over the script's (default: the script's, else the first of "
+                         "OPENAI_API_KEY, OPENROUTER_API_KEY, ANTHROPIC_API_KEY set; mock: offline)")
+    ps.add_argument("--model", default=None, metavar="NAME", help="every LLM call's model, over the script's")
+    ps.add_argument("--base-url", default=None, metavar="URL",
+                    help="every LLM call's base URL, over the script's (e.g. a local OpenAI-compatible server with --provider custom)")
+    ps.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
+                    help=f"requests sent to a model, retries included (default {default.max_llm_calls}; 0: no limit)")
+    ps.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                    help=f"cost of the LLM calls in USD, from their token usage (default {default.max_cost:g}; 0: no limit)")
 
 
 def add_other_commands(commands) -> None:
@@ -194,6 +213,12 @@ def add_other_commands(commands) -> None:
     audit.add_argument("--max-output", type=int, default=1_000_000, metavar="BYTES", help="output cap (default 1000000)")
     audit.add_argument("--layers", default=None, metavar="L1,L2",
                        help="apply only these hardening layers, to audit each alone (default: all)")
+    replay = commands.add_parser("replay",
+                                 help="run a recorded PromptScript run again with its recorded LLM answers (no network)")
+    replay.add_argument("run_id", help="the run's id: its directory in PROJECT/.ps-runs/")
+    replay.add_argument("--project", default=".", metavar="DIR", help="the project the run was in (default: .)")
+    replay.add_argument("--yes", action="store_true", help="pre-approve every write")
+    replay.add_argument("--timeout", type=seconds, default=None, metavar="S", help="wall-clock limit in seconds")
     ls = commands.add_parser("ls", help="list a directory of the sandbox (structured entries)")
     ls.add_argument("path", nargs="?", default="/", help="virtual directory (default /)")
     ls.add_argument("--json", action="store_true", help="print the entries as JSON with @type")

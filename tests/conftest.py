@@ -95,3 +95,13 @@ def world(tmp_path: Path):
         Mount(host_path=cfg, mount_point="/cfg", mode="rw", read_approval=True, write_approval=True),
     ])
     return Sandbox(config), tmp_path
+
+
+@pytest.fixture
+def fake_llm():
+    """A fake LLM provider on loopback (tests/support/fake_llm.py); no test reaches the network."""
+    from tests.support.fake_llm import FakeLLM
+
+    server = FakeLLM()
+    yield server
+    server.close()

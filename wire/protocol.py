@@ -102,6 +102,12 @@ OPS: dict[str, dict[str, str]] = {
     # a run-log event: retry, timeout, block_start, block_end, budget (a budget the worker
     # enforces ran out), end (data {steps}: the final step count; not logged itself)
     "ps.event": {"kind": STR, "line": INT, "data": OBJECT},
+    # A language-model call (runtime/promptscript/llm/): kind is one of PS_LLM_KINDS, opts the
+    # client's options with the call's over them (PS_LLM_OPTIONS, plus memory_key,
+    # context_files, and decide's schema), state what run_agent feeds back ({last_result,
+    # iteration}, else {}). -> {"value": plan | object | bool | str, "llm_calls": int, "cost": float}.
+    # deadline_ms as for ps.action. The call runs in the broker; keys never leave it.
+    "ps.llm": {"kind": STR, "prompt": STR, "opts": OBJECT, "state": OBJECT, "deadline_ms": INT},
 }
 
 # The actions a ps.action names (spec: "Acciones del LLM"), and those ps.parallel may run
@@ -147,6 +153,14 @@ def check_policy(policy, type_name=lambda value: type(value).__name__) -> dict:
         out[key] = list(value)
     return out
 
+
+# The options of LLMClient(config) and of each LLM call (spec: LLMClient), and the kinds of call.
+PS_LLM_OPTIONS = ("provider", "apiKey", "model", "baseUrl", "temperature", "maxTokens", "maxRetries",
+                  "retryDelayMs", "timeoutMs", "no_ask", "mock_plan", "system", "context")
+PS_LLM_CALL_OPTIONS = ("memory_key", "context_files")  # any call; the broker handles them
+PS_AGENT_OPTIONS = ("stop_on_report", "require_write", "max_iterations")  # run_agent's, kept in the worker
+PS_LLM_KINDS = ("plan", "agent", "decide", "judge", "summarize")
+PS_PLAN_KEYS = ("action", "args", "done", "confidence", "reason")
 
 PS_PARALLEL_ACTIONS = ("READ_FILE", "SEARCH")  # parallel() runs the read-only actions only
 PS_PARALLEL_OPTIONS = {"max": 4, "fail_fast": True}  # option -> default
@@ -209,6 +223,25 @@ PS_ACTION_ARGS: dict[str, dict[str, tuple[str, bool, str]]] = {
     "REPORT": {"message": ("str", True, "a string"), "filesChanged": ("strs", False, "an array of strings"),
                "nextSuggestions": ("strs", False, "an array of strings"), "done": ("bool", False, "true or false")},
 }
+
+# Loop detection (--halt-on-loop in the broker, run_agent's warning in the worker): the same
+# action with the same args, or the same short cycle of them (A,B,A,B,A,B), this many times.
+LOOP_REPEATS = 3
+LOOP_MAX_CYCLE = 4
+
+
+def repeating_cycle(history: list) -> int:
+    """The length (1..LOOP_MAX_CYCLE) of a block of calls that ends ``history`` and repeats
+    LOOP_REPEATS times in a row (A,A,A or A,B,A,B,A,B), or 0."""
+    for period in range(1, LOOP_MAX_CYCLE + 1):
+        span = period * LOOP_REPEATS
+        if len(history) < span:
+            break
+        tail = history[-span:]
+        if all(tail[i] == tail[i - period] for i in range(period, span)):
+            return period
+    return 0
+
 
 # Ops of PromptScript runs (never in a FilesDSL run's handler table).
 PS_OPS = frozenset(op for op in OPS if op.startswith("ps."))

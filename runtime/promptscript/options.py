@@ -34,3 +34,11 @@ class PSOptions:
     run_log: "RunLog | None" = None  # an already opened run log (the CLI opens it first); else one is made
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES  # --max-log-bytes: the run log's size limit
     isolation: str = "best"  # the run's --isolation: "strict" also refuses a RUN_CMD without its whole jail
+    provider: str | None = None  # --provider: every LLM call's provider, over the script's (None: the script's, else detected)
+    model: str | None = None  # --model: every LLM call's model (over the script's)
+    base_url: str | None = None  # --base-url: every LLM call's base URL (provider custom: an OpenAI-compatible server)
+    max_llm_calls: int = 500  # --max-llm-calls: requests sent to a model, retries included (0: unlimited)
+    max_cost: float = 10.0  # --max-cost: USD of the LLM calls' token usage (0: unlimited)
+    record_llm: bool = False  # keep the LLM answers beside the run log, for `fdsl replay` (the CLI sets it)
+    replay: list | None = None  # `fdsl replay`: the recorded answers, used instead of any provider
+    replay_of: str | None = None  # `fdsl replay`: the id of the run replayed (in the run log's start event)

@@ -199,7 +199,7 @@ class RunLog:
 
 def start_fields(options) -> dict:
     """The options a run log's ``start`` event records."""
-    return {k: v for k, v in vars(options).items() if k not in ("project", "approve", "run_log")}
+    return {k: v for k, v in vars(options).items() if k not in ("project", "approve", "run_log", "replay")}
 
 
 def log_unstarted_run(log: RunLog, options, result) -> None:

@@ -20,6 +20,8 @@ its decision:
     ``timeout`` block (``deadline_ms``; a TimeoutError the worker turns into that block's
     timeout): ``self.deadline`` is what the handlers consult.
   * ``ps.parallel`` READ_FILE / SEARCH items in windows of ``max`` threads, in input order.
+  * ``ps.llm``    A language-model call (runtime/promptscript/llm/layer.py: its budgets,
+    deadlines, answer checks and keys); the plans it returns come back as ``ps.action``.
   * ``ps.event``  Append a run-log event the worker reports (retry attempt, timeout, block
     start/end, a budget the worker enforces); ``end`` records the final step count.
 
@@ -43,16 +45,15 @@ from runtime.errors import LimitError, RunSetupError, SandboxError, ScriptError
 from runtime.promptscript import dialogue
 from runtime.promptscript.arguments import check_action_args
 from runtime.promptscript.deadline import OpDeadline
+from runtime.promptscript.llm.config import CLIDefaults
+from runtime.promptscript.llm.layer import LLMLayer
 from runtime.promptscript.options import PSOptions
 from runtime.promptscript.parallel import run_parallel
 from runtime.promptscript.policy import ACTIONS, ActionError, PolicyStack
 from runtime.promptscript.runlog import RunLog, RunLogError, start_fields
 from runtime.promptscript.search import Found
+from wire.protocol import LOOP_MAX_CYCLE, LOOP_REPEATS, repeating_cycle
 
-# --halt-on-loop: the same action with the same args, or the same short cycle of them
-# (A,B,A,B,A,B), this many times in a row.
-LOOP_REPEATS = 3
-LOOP_MAX_CYCLE = 4
 EVENT_KINDS = frozenset({"retry", "timeout", "block_start", "block_end", "budget", "end"})
 
 
@@ -81,6 +82,7 @@ class PSSession:
         self.log = options.run_log
         if self.log is None and options.project is not None:
             self.log = RunLog(Path(options.project), options.max_log_bytes)
+        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url))
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
             "REPORT": partial(dialogue.report, self),
             "ASK_USER": partial(dialogue.ask_user, self),
@@ -156,6 +158,7 @@ class PSSession:
             "ps.parallel": self.op_parallel,
             "ps.scope": self.op_scope,
             "ps.event": self.op_event,
+            "ps.llm": self.llm.op_llm,
         }, finish=self.finish)
 
     def op_start(self):
@@ -163,7 +166,9 @@ class PSSession:
             self.script_started = True
             self.started = time.monotonic()  # the script starts now: the worker's start-up is not counted
         return {"max_steps": self.options.max_steps, "max_time_ms": self.options.max_time_ms,
-                "policy": self.policies.current, "files_changed": self.files_changed}
+                "policy": self.policies.current, "files_changed": self.files_changed,
+                "halt_on_loop": self.options.halt_on_loop, "max_llm_calls": self.options.max_llm_calls,
+                "max_cost": self.options.max_cost, **self.llm.counters()}
 
     @property
     def files_changed(self) -> int:
@@ -259,10 +264,12 @@ class PSSession:
             except ScriptError as exc:
                 self.trace(name, values, f"error: {exc}", started)
                 self.log_action(name, values, False, error=str(exc))
+                self.llm.noted(name, values, False, str(exc))
                 raise
         finally:
             self.deadline.block_at = None
         self.trace(name, values, "ok", started)
+        self.llm.noted(name, values, True)
         reply = {"value": value, "print": printed, "files_changed": self.files_changed}
         if isinstance(value, Found):
             reply["search"] = value.info
@@ -287,27 +294,16 @@ class PSSession:
     # -- end of run --
 
     def finish(self, result) -> None:
+        self.llm.close()
         if self.log is None or self.log.closed:
             return
-        fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls}
+        fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls,
+                  **self.llm.totals()}
         if result.error:
             self.log.write("error", kind=result.error_kind, line=result.error_line,
                            column=result.error_column, message=result.error.splitlines()[0])
         self.log.write("end", **fields)
         self.log.close()
-
-
-def repeating_cycle(history: list[str]) -> int:
-    """The length (1..LOOP_MAX_CYCLE) of a block of calls that ends ``history`` and repeats
-    LOOP_REPEATS times in a row (A,A,A or A,B,A,B,A,B), or 0."""
-    for period in range(1, LOOP_MAX_CYCLE + 1):
-        span = period * LOOP_REPEATS
-        if len(history) < span:
-            break
-        tail = history[-span:]
-        if all(tail[i] == tail[i - period] for i in range(period, span)):
-            return period
-    return 0
 
 
 def promptscript_run(sandbox, *, approve, limits, deadline: float, isolation: str, options: dict) -> Handlers:

@@ -5,7 +5,7 @@
 Each rule says its decision:
   * Deny a name that is read but never defined (not a built-in, never assigned, def'd,
     class'd, a loop variable or a parameter anywhere in the script).
-  * Deny assigning, def'ing or class'ing a built-in's name.
+  * Deny assigning, def'ing or class'ing a built-in's name (but the LLM built-ins', REBINDABLE).
   * Deny binding a runtime variable (allowed_actions, files_changed, ...) in any way
     (assignment, def, class, loop variable, parameter), or modifying one through a member
     or an index: they are read-only.
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..errors import DSLError
 from . import ast as A
-from .surface import BUILTINS, LATER_BUILTINS, RUNTIME_VARS
+from .surface import BUILTINS, REBINDABLE, RUNTIME_VARS
 
 
 def _defined(module: A.Module) -> set[str]:
@@ -47,7 +47,7 @@ class _Checker:
     def _check_binding(self, name: str, node: A.Node) -> None:
         if name in RUNTIME_VARS:
             self.err(f"'{name}' is a runtime variable (read-only) and cannot be assigned", node.line, node.col)
-        elif name in BUILTINS:
+        elif name in BUILTINS and name not in REBINDABLE:
             self.err(f"'{name}' is a built-in and cannot be redefined", node.line, node.col)
 
     def stmts(self, body, loop: bool, func: bool) -> None:
@@ -137,11 +137,7 @@ class _Checker:
             if isinstance(node, A.Name) and node.id in RUNTIME_VARS:
                 continue
             if isinstance(node, A.Name) and node.id not in BUILTINS and node.id not in self.defined:
-                if node.id in LATER_BUILTINS:
-                    self.err(f"'{node.id}' is not available yet (calls to a language model "
-                             "come in a later release)", node.line, node.col)
-                else:
-                    self.err(f"'{node.id}' is not defined", node.line, node.col)
+                self.err(f"'{node.id}' is not defined", node.line, node.col)
 
 
 def errors(module: A.Module) -> list[DSLError]:

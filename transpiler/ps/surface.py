@@ -7,17 +7,18 @@ of class instances, and the worker's guard refuses it on every other type.
 from __future__ import annotations
 
 # Functions a script may call by bare name. The worker supplies each as a global.
-BUILTINS: frozenset[str] = frozenset({"log", "len", "range", "apply", "parallel"})
+BUILTINS: frozenset[str] = frozenset({"log", "len", "range", "apply", "parallel", "LLMClient", "run_agent", "plan",
+                                      "do", "decide", "judge", "summarize"})
+
+# The LLM built-ins: a script may rebind these names (the spec's own `plan = plan("...")`);
+# the others cannot be redefined.
+REBINDABLE: frozenset[str] = frozenset({"LLMClient", "run_agent", "plan", "do", "decide", "judge", "summarize"})
 
 # Read-only variables the runtime keeps up to date (spec: "Guards con variables del runtime").
 # Reading one gives its current value; assigning or modifying one is a compile-time error.
 RUNTIME_VARS: frozenset[str] = frozenset(
-    {"allowed_actions", "allowed_commands", "files_changed", "max_files_changed", "last_search"}
-)
-
-# Built-ins of the language that reach a language model: a later release.
-LATER_BUILTINS: frozenset[str] = frozenset(
-    {"LLMClient", "run_agent", "plan", "do", "decide", "judge", "summarize"}
+    {"allowed_actions", "allowed_commands", "files_changed", "max_files_changed", "last_search",
+     "max_llm_calls", "llm_calls", "max_cost", "cost"}
 )
 
 # Names the generated code uses; the worker supplies them; a script can never name them

@@ -7,7 +7,8 @@ Stdlib only (imported before the worker hardens). The names here are the hooks t
 (transpiler/ps/emit.py) inserts: ``ps_main``, ``ps_step``, ``ps_add``/``ps_sub``/...,
 ``ps_eq``..., ``ps_in``, ``ps_guard``, ``ps_policy``, ``ps_retry``, ``ps_timeout``,
 ``ps_make_class``, ``ps_var``, ``ps_range_iter``; plus the built-ins ``log``, ``len``,
-``range``, ``apply``, ``parallel``.
+``range``, ``apply``, ``parallel`` and the LLM built-ins (llm.py: ``LLMClient``, ``plan``,
+``do``, ``run_agent``, ``decide``, ``judge``, ``summarize``, proxies of the broker's ``ps.llm``).
 
 Everything that changes the world is a request to the broker (ops ``ps.*`` in
 wire/protocol.py); the broker enforces policies and budgets. The worker keeps only
@@ -41,6 +42,7 @@ from .blocks import MainBlock, PolicyScope, RetryBlock, TimeoutBlock
 from .builtins import ScriptBuiltins
 from .classes import ps_make_class
 from .guards import guarded_getattr, guarded_getitem, guarded_iter, guarded_write
+from .llm import LLMBuiltins
 from .runtime import Runtime
 from .values import (
     length,
@@ -68,6 +70,7 @@ def restricted_globals(client: BrokerClient) -> dict:
     config = client.call("ps.start")
     rt = Runtime(client, config if type(config) is dict else {})
     b = ScriptBuiltins(rt)
+    m = LLMBuiltins(rt, b.apply)
     return {
         "__builtins__": {
             "log": b.log, "len": length, "range": ps_range, "apply": b.apply, "parallel": b.parallel,
@@ -80,6 +83,8 @@ def restricted_globals(client: BrokerClient) -> dict:
             "ps_policy": lambda policy, line: PolicyScope(rt, policy, line),
             "ps_retry": lambda n, ms, line: RetryBlock(rt, n, ms, line),
             "ps_timeout": lambda ms, line: TimeoutBlock(rt, ms, line),
+            "LLMClient": m.LLMClient, "plan": m.plan, "do": m.do, "run_agent": m.run_agent,
+            "decide": m.decide, "judge": m.judge, "summarize": m.summarize,
             "None": None, "True": True, "False": False,
         },
         "_getattr_": guarded_getattr,

@@ -82,6 +82,8 @@ class ScriptBuiltins:
             return self.rt.files_changed
         if name == "max_files_changed":
             return policy.get("maxFilesChanged")
+        if name in ("max_llm_calls", "llm_calls", "max_cost", "cost"):
+            return getattr(self.rt, name)
         if name == "last_search":
             return None if self.rt.last_search is None else dict(self.rt.last_search)
         raise PSError(f"unknown runtime variable '{name}'")

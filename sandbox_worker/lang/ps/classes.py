@@ -56,3 +56,16 @@ class BoundMethod:
 
 def ps_make_class(name, methods):
     return PSClass(name, dict(methods))
+
+
+class PSClient:
+    """An LLMClient: its options (checked by the broker on each call), callable as plan()."""
+
+    __slots__ = ("config", "call")
+
+    def __init__(self, config: dict, call) -> None:
+        self.config = config
+        self.call = call  # the plan() of the run's built-ins
+
+    def __call__(self, *args):
+        return self.call(self, *args)

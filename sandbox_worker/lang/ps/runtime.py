@@ -48,6 +48,11 @@ class Runtime:
         self.base_policy = base if type(base) is dict else {}
         changed = config.get("files_changed")
         self.files_changed = changed if type(changed) is int else 0
+        self.halt_on_loop = config.get("halt_on_loop") is True
+        self.max_llm_calls = config.get("max_llm_calls")
+        self.max_cost = config.get("max_cost")
+        self.llm_calls = config.get("llm_calls") if type(config.get("llm_calls")) is int else 0
+        self.cost = config.get("cost") if type(config.get("cost")) in (int, float) else 0
         self.last_search: dict | None = None  # the last apply SEARCH's {total, truncated, skipped, ...}
         self.started = time.monotonic()
         self.steps = 0

@@ -7,7 +7,7 @@ import re
 
 from sandbox_worker.values import Vocabulary
 
-from .classes import PSClass, PSInstance
+from .classes import PSClass, PSClient, PSInstance
 from .errors import MAX_COMPARE_DEPTH, MAX_RANGE_ITEMS, MAX_REPEAT_ITEMS, NullOrdering, PSError
 
 # ---- values --------------------------------------------------------------------------------
@@ -18,6 +18,8 @@ def _own_name(value) -> str | None:
         return f"{value.ps_class.name} instance"
     if t is PSClass:
         return "class"
+    if t is PSClient:
+        return "LLMClient"
     return "function" if callable(value) else None
 
 
@@ -27,6 +29,8 @@ def _own_form(value) -> str | None:
         return f"<{value.ps_class.name}>"
     if t is PSClass:
         return f"<class {value.name}>"
+    if t is PSClient:
+        return "<LLMClient>"
     return "<function>"
 
 
@@ -49,7 +53,7 @@ PYTHON_TYPES = {
     "int": "number", "float": "number", "bool": "boolean", "str": "string", "list": "array",
     "dict": "object", "NoneType": "null", "function": "function", "method": "function",
     "builtin_function_or_method": "function", "BoundMethod": "function", "PSInstance": "instance",
-    "PSClass": "class", "range": "array", "tuple": "array",
+    "PSClass": "class", "PSClient": "LLMClient", "range": "array", "tuple": "array",
 }
 
 

@@ -1,0 +1,135 @@
+"""What a model may answer, checked before anything acts on it (a model's answer is hostile
+input): a plan (spec: "Campos del Plan") for plan/do/run_agent/client calls, an object of
+decide()'s schema, a boolean for judge, a text for summarize. Bounded: at most
+MAX_ANSWER_CHARS of text, JSON nested at most MAX_JSON_DEPTH deep. Each failure is a
+``BadAnswer`` whose message is what the model is told when it is asked again."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from wire.protocol import PS_ACTIONS, PS_PLAN_KEYS
+
+MAX_ANSWER_CHARS = 512 << 10  # a plan may carry a file's content; the worker's requests are ≤ 1 MiB
+MAX_JSON_DEPTH = 32
+MAX_SUMMARY_CHARS = 6000  # ~1.5k tokens: the memory's bound (spec: 1-2k tokens)
+SCHEMA_TYPES = {"string": str, "number": (int, float), "boolean": bool, "array": list, "object": dict}
+FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
+
+
+class BadAnswer(Exception):
+    """A model's answer that is not what was asked for (the message says why)."""
+
+
+def _depth(value, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def _loads(body: str):
+    """The JSON of ``body``; else the one object it holds between prose (models often add some)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        start, end = body.find("{"), body.rfind("}")
+        if start <= 0 or end <= start:
+            raise
+        return json.loads(body[start:end + 1])
+
+
+def parse_json(text: str):
+    """The JSON value in a model's text (a ```json fence around it is allowed)."""
+    if len(text) > MAX_ANSWER_CHARS:
+        raise BadAnswer(f"the answer has {len(text)} characters, more than the {MAX_ANSWER_CHARS} allowed")
+    body = text.strip()
+    fenced = FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    try:
+        value = _loads(body)
+    except RecursionError:
+        raise BadAnswer(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as exc:
+        raise BadAnswer(f"the answer is not valid JSON ({str(exc)[:120]}); answer with one JSON object only") from None
+    if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise BadAnswer(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def check_plan(value, allowed: list[str], no_ask: bool) -> dict:
+    """A plan {action, args, done, confidence?, reason?} whose action the policy allows."""
+    if type(value) is not dict:
+        raise BadAnswer("a plan must be a JSON object {action, args, done}")
+    unknown = [k for k in value if k not in PS_PLAN_KEYS]
+    if unknown:
+        raise BadAnswer(f"unknown plan field '{str(unknown[0])[:40]}' (fields: {', '.join(PS_PLAN_KEYS)})")
+    for field, kind, word in (("action", str, "string"), ("args", dict, "object"), ("done", bool, "boolean")):
+        if type(value.get(field)) is not kind:
+            raise BadAnswer(f"the plan needs '{field}' as a {word}")
+    action = value["action"]
+    if action not in PS_ACTIONS:
+        raise BadAnswer(f"unknown action '{action[:40]}' (actions allowed here: {', '.join(allowed)})")
+    if action == "ASK_USER" and no_ask:
+        raise BadAnswer("ASK_USER is not allowed (no_ask): decide yourself, or REPORT what you need")
+    if action not in allowed:
+        raise BadAnswer(f"action {action} is not allowed by the policy here (allowed: {', '.join(allowed)})")
+    confidence = value.get("confidence")
+    if "confidence" in value and not (type(confidence) in (int, float) and 0 <= confidence <= 1):
+        raise BadAnswer("confidence must be a number from 0 to 1")
+    if "reason" in value and type(value["reason"]) is not str:
+        raise BadAnswer("reason must be a string")
+    return value
+
+
+def check_schema(schema) -> dict:
+    """decide()'s schema: {field: "string" | "number" | "boolean" | "array" | "object"}."""
+    if type(schema) is not dict or not schema:
+        raise ValueError('decide() needs schema: an object of field types, e.g. {next: "string", n: "number"}')
+    for field, kind in schema.items():
+        if kind not in SCHEMA_TYPES:
+            raise ValueError(f"decide() schema field '{str(field)[:40]}' must be one of "
+                             f"{', '.join(SCHEMA_TYPES)}, not {json.dumps(kind)[:40]}")
+    if len(schema) > 100:
+        raise ValueError("decide() schema has more than 100 fields")
+    return schema
+
+
+def check_decision(value, schema: dict) -> dict:
+    if type(value) is not dict:
+        raise BadAnswer(f"answer with a JSON object with the fields {', '.join(schema)}")
+    out = {}
+    for field, kind in schema.items():
+        if field not in value:
+            raise BadAnswer(f"the answer lacks the field '{field}' ({kind})")
+        item = value[field]
+        python = SCHEMA_TYPES[kind]
+        if type(item) is bool and kind == "number" or not isinstance(item, python):
+            raise BadAnswer(f"the field '{field}' must be a {kind}")
+        out[field] = item
+    return out
+
+
+def check_verdict(value) -> bool:
+    if type(value) is bool:
+        return value
+    if type(value) is dict and type(value.get("answer")) is bool and len(value) <= 2:
+        return value["answer"]
+    raise BadAnswer('answer with {"answer": true} or {"answer": false}')
+
+
+def check_summary(value) -> str:
+    text = value.get("summary") if type(value) is dict else value
+    if type(text) is not str:
+        raise BadAnswer('answer with {"summary": "<the new summary>"}')
+    return text[:MAX_SUMMARY_CHARS]

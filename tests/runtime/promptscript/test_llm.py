@@ -1,0 +1,289 @@
+"""The LLM built-ins end to end (real worker, broker in this process): the mock provider and
+mock_plan offline, the fake provider on loopback (OpenAI and Anthropic formats), answer
+checks, HTTP errors, timeouts, keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runtime.api import run_script
+from tests.support.fake_llm import DONE, Fail, Slow
+
+KEY = "sk-test-0123456789abcdef-SECRET"
+
+
+def ps(source: str, project, **options):
+    options.setdefault("max_steps", 0)
+    return run_script(source, lang="ps", options={"project": project, **options}, timeout=60)
+
+
+def events(project) -> list[dict]:
+    (run,) = [d for d in (project / ".ps-runs").iterdir() if d.name != "memory"]
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+
+
+def custom(fake, **more) -> str:
+    opts = {"provider": "custom", "baseUrl": fake.url, "model": "gpt-4o-mini", **more}
+    return json.dumps(opts)
+
+
+def test_every_builtin_offline_with_mock(tmp_path):
+    (tmp_path / "in.txt").write_text("hello")
+    result = ps('''
+c = LLMClient({ provider: "mock", no_ask: true })
+log(c("anything").action)
+p = plan("x", { mock_plan: { action: "READ_FILE", args: { path: "in.txt" }, done: false } })
+log(p.args.path, apply(p))
+log(do("x", { mock_plan: { action: "READ_FILE", args: { path: "in.txt" }, done: false } }))
+log(decide({ question: "q", schema: { next: "string", n: "number" }, mock_plan: { next: "b", n: 2 } }))
+log(judge("ok?", { mock_plan: { answer: false } }))
+log(run_agent(c, "go", { max_iterations: 3 }))
+log(summarize("short", { memory_key: "k", mock_plan: { summary: "S" } }))
+log(llm_calls, max_llm_calls, cost, max_cost)
+''', tmp_path)
+    assert result.exit_code == 0, result.error
+    assert result.output.splitlines() == [
+        "[ps] REPORT", "[ps] in.txt hello", "[ps] hello", '[ps] {next: "b", n: 2}', "[ps] false",
+        "[ps] REPORT: mock: done", '[ps] {done: true, iterations: 1, report: "mock: done", wrote: false}',
+        "[ps] S", "[ps] 7 500 0.0 10.0"]
+
+
+def test_the_spec_rebinding_of_plan_still_works(tmp_path):
+    result = ps('plan = plan("x", { provider: "mock" })\nlog(plan.done)\n', tmp_path)
+    assert result.exit_code == 0 and result.output == "[ps] true\n", result.error
+
+
+def test_openai_format_request_shape_policy_and_memory(tmp_path, fake_llm):
+    (tmp_path / ".ps-runs" / "memory").mkdir(parents=True)
+    (tmp_path / ".ps-runs" / "memory" / "proj.json").write_text(json.dumps({"summary": "MEMORY-SUMMARY-42"}))
+    fake_llm.answer({"action": "READ_FILE", "args": {"path": "a.txt"}, "done": False, "confidence": 0.5})
+    result = ps(f'''
+with policy {{ allowActions: ["READ_FILE", "SEARCH", "REPORT"] }}:
+  p = plan("read a", {custom(fake_llm, temperature=0.2, maxTokens=77, memory_key="proj")})
+log(p.action)
+''', tmp_path)
+    assert result.exit_code == 0, result.error
+    (request,) = fake_llm.requests
+    body = request["json"]
+    assert request["path"] == "/v1/chat/completions" and body["model"] == "gpt-4o-mini"
+    assert body["temperature"] == 0.2 and body.get("max_completion_tokens", body.get("max_tokens")) == 77
+    system = body["messages"][0]["content"]
+    assert "- READ_FILE {" in system and "- REPORT {" in system
+    assert "WRITE_FILE" not in system and "RUN_CMD" not in system and "ASK_USER" not in system
+    assert "MEMORY-SUMMARY-42" in body["messages"][1]["content"] and "read a" in body["messages"][1]["content"]
+    call = next(e for e in events(tmp_path) if e["event"] == "llm_call")
+    assert call["provider"] == "custom" and call["model"] == "gpt-4o-mini" and call["tokens_in"] == 100
+    assert call["tokens_out"] == 20 and call["ok"] is True and call["cost"] > 0
+
+
+def test_anthropic_format_and_the_key_never_leaves_the_broker(tmp_path, fake_llm, monkeypatch):
+    from runtime.broker import Broker
+
+    frames = []
+    encode = Broker.encode_reply
+    monkeypatch.setattr(Broker, "encode_reply", lambda self, reply: frames.append(encode(self, reply)) or frames[-1])
+    monkeypatch.setenv("MY_ANTHROPIC", KEY)
+    fake_llm.answer({"answer": True}, Fail(401, json.dumps({"error": {"message": "bad key " + KEY}})))
+    opts = f'{{ provider: "anthropic", baseUrl: "{fake_llm.anthropic_url}", apiKey: "MY_ANTHROPIC", maxRetries: 0 }}'
+    result = ps(f'log(judge("fine?", {opts}))\nlog(judge("again?", {opts}))\n', tmp_path)
+    assert result.exit_code == 1 and result.output == "[ps] true\n"
+    assert "HTTP 401 (the API key was refused: check it)" in result.error and "line 2" in result.error
+    assert fake_llm.requests[0]["path"] == "/v1/messages"
+    assert {KEY, "Bearer " + KEY} & set(fake_llm.requests[0]["headers"].values())  # x-api-key or bearer, per SDK version
+    assert '{"answer": true}' in fake_llm.texts(0)
+    log = "".join(p.read_text() for p in (tmp_path / ".ps-runs").rglob("*.jsonl"))
+    for text in (result.output, result.error, log, b"".join(frames).decode("utf-8", "replace")):
+        assert KEY not in text
+    assert frames  # the worker got replies, none with the key
+
+
+def test_no_key_unknown_provider_and_no_provider_say_what_to_do(tmp_path, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    result = ps('plan("x", { provider: "openai" })\n', tmp_path)
+    assert "set the environment variable OPENAI_API_KEY" in result.error and "line 1" in result.error
+    result = ps('plan("x", { provider: "acme" })\n', tmp_path)
+    assert "LLM option provider must be one of openai, openrouter, anthropic, custom, mock" in result.error
+    result = ps('plan("x")\n', tmp_path)
+    assert "no LLM provider: set OPENAI_API_KEY" in result.error and "--provider mock" in result.error
+    result = ps('LLMClient({ modle: "x" })\n', tmp_path)
+    assert "LLMClient(): unknown option 'modle'" in result.error
+    assert "Traceback" not in result.error
+
+
+def test_malformed_answers_are_sent_back_then_fail_clearly(tmp_path, fake_llm):
+    fake_llm.answer("I think you should read it", {"action": "READ_FILE", "args": {}, "done": "no"},
+                    {"action": "READ_FILE", "args": {"path": "a"}, "done": False})
+    result = ps(f'p = plan("x", {custom(fake_llm)})\nlog(p.args.path)\n', tmp_path)
+    assert result.exit_code == 0 and result.output == "[ps] a\n", result.error
+    assert "the answer is not valid JSON" in fake_llm.texts(1)
+    assert "the plan needs 'done' as a boolean" in fake_llm.texts(2)
+    fake_llm.answer("[[[[", "{}", '{"action": 1}')
+    result = ps(f'log(1)\np = plan("x", {custom(fake_llm, maxRetries=2)})\n', tmp_path)
+    assert result.exit_code == 1 and "line 2" in result.error
+    assert "gave no valid answer in 3 attempts" in result.error and "raise maxRetries" in result.error
+    fake_llm.answer("[[[[", "{}")  # an LLM error is a script error: retry catches it
+    result = ps(f'retry 2:\n  p = plan("x", {custom(fake_llm, maxRetries=1)})\nlog(p.action)\n', tmp_path)
+    assert result.exit_code == 0 and result.output == "[ps] REPORT\n", result.error
+
+
+def test_deep_or_huge_answers_are_refused(tmp_path, fake_llm):
+    fake_llm.answer("[" * 5000 + "]" * 5000, json.dumps({"action": "WRITE_FILE", "args": {"path": "x", "content": "a" * 600_000}, "done": False}))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=1)})\n', tmp_path)
+    assert result.exit_code == 1 and "gave no valid answer in 2 attempts" in result.error
+    assert "nested more than 32 levels" in fake_llm.texts(1)
+    assert "more than the 524288 allowed" in result.error
+
+
+def test_http_errors_are_retried_then_reported(tmp_path, fake_llm):
+    fake_llm.answer(Fail(500), Fail(429), DONE)
+    result = ps(f'log(plan("x", {custom(fake_llm, retryDelayMs=1)}).action)\n', tmp_path)
+    assert result.exit_code == 0 and len(fake_llm.requests) == 3, result.error
+    fake_llm.answer(Fail(503), Fail(503))
+    result = ps(f'plan("x", {custom(fake_llm, retryDelayMs=1, maxRetries=1)})\n', tmp_path)
+    assert "failed: HTTP 503 after 2 attempts" in result.error
+    fake_llm.answer(Fail(404))
+    result = ps(f'plan("x", {custom(fake_llm, retryDelayMs=1)})\n', tmp_path)
+    assert "HTTP 404 (unknown model or wrong baseUrl)" in result.error
+    result = ps('plan("x", { provider: "custom", baseUrl: "http://127.0.0.1:9/v1", maxRetries: 0 })\n', tmp_path)
+    assert "cannot reach the provider" in result.error
+
+
+def test_slow_answers_obey_timeoutMs_and_the_timeout_block(tmp_path, fake_llm):
+    fake_llm.answer(Slow(3))
+    result = ps(f'plan("x", {custom(fake_llm, timeoutMs=300, maxRetries=0)})\n', tmp_path)
+    assert "no answer within timeoutMs 300 ms" in result.error
+    fake_llm.answer(Slow(3))
+    result = ps(f'timeout 400:\n  plan("x", {custom(fake_llm)})\nlog("after")\n', tmp_path)
+    assert result.exit_code == 1 and "did not finish within 400 ms" in result.error and result.output == ""
+
+
+def test_decide_validates_against_the_schema(tmp_path, fake_llm):
+    fake_llm.answer({"next": 3}, {"next": "write", "file": "a.html"})
+    result = ps(f'c = decide({{ question: "next?", schema: {{ next: "string", file: "string" }}, {custom(fake_llm)[1:-1]} }})\n'
+                'log(c.next + " " + c.file)\n', tmp_path)
+    assert result.output == "[ps] write a.html\n", result.error
+    assert "the field 'next' must be a string" in fake_llm.texts(1)
+    result = ps('decide({ question: "q", schema: { a: "integer" }, provider: "mock" })\n', tmp_path)
+    assert "schema field 'a' must be one of string, number" in result.error
+
+
+def test_lazy_imports_a_script_without_llm_calls(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom runtime.api import run_script\n"
+            f"r = run_script('log(1)\\np = plan(\"x\", {{ provider: \"mock\" }})', lang='ps', options={{'project': {str(tmp_path)!r}}})\n"
+            "assert r.exit_code == 0, r.error\n"
+            "print(sorted(m for m in ('pydantic_ai', 'openai', 'anthropic', 'genai_prices', 'httpx2') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=str(__import__("tests.support", fromlist=["REPO"]).REPO))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"  # mock calls, like scripts with no LLM call, load none of them
+
+
+@pytest.mark.parametrize("provider", ["custom", "anthropic", "openai", "openrouter"])
+def test_each_builtin_against_the_fake_server(tmp_path, fake_llm, provider, monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.setenv(name, KEY)
+    url = fake_llm.url if provider == "custom" else fake_llm.anthropic_url
+    (tmp_path / "f.txt").write_text("F")
+    fake_llm.answer({"action": "READ_FILE", "args": {"path": "f.txt"}, "done": False},  # client call
+                    {"action": "READ_FILE", "args": {"path": "f.txt"}, "done": False},  # do
+                    {"x": 1}, {"answer": False},
+                    {"action": "READ_FILE", "args": {"path": "f.txt"}, "done": False}, DONE,  # run_agent
+                    {"summary": "new"})
+    result = ps(f'''
+c = LLMClient({{ provider: "{provider}", baseUrl: "{url}" }})
+log(c("p").action, do("d", {{ provider: "{provider}", baseUrl: "{url}" }}))
+log(decide({{ question: "q", schema: {{ x: "number" }}, provider: "{provider}", baseUrl: "{url}" }}).x)
+log(judge("j", {{ provider: "{provider}", baseUrl: "{url}" }}))
+log(run_agent(c, "agent").iterations)
+log(summarize("s", {{ memory_key: "m", provider: "{provider}", baseUrl: "{url}" }}))
+''', tmp_path)
+    assert result.exit_code == 0, result.error
+    assert result.output.splitlines() == ["[ps] READ_FILE F", "[ps] 1", "[ps] false", "[ps] REPORT: fake: done",
+                                          "[ps] 2", "[ps] new"]
+    assert "Result of your last action:\nok: F" in fake_llm.texts(5)
+
+
+def test_a_huge_response_is_refused_unread(tmp_path, fake_llm):
+    fake_llm.answer("x" * (3 << 20))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
+    assert result.exit_code == 1 and "the provider's response is over 2097152 bytes" in result.error
+
+
+def test_answer_checks_only_ever_refuse_with_a_reason():
+    """Whatever text a model returns, the check is a plan or a BadAnswer: never a crash."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from runtime.promptscript.llm.schema import BadAnswer, check_decision, check_plan, check_verdict, parse_json
+
+    leaves = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+    values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["action", "args", "done", "confidence", "reason", "x", "path"]), inner, max_size=5), max_leaves=20)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.one_of(st.text(max_size=200), values.map(json.dumps)))
+    def check(text):
+        for checker in (lambda v: check_plan(v, ["READ_FILE", "REPORT"], True), check_verdict,
+                        lambda v: check_decision(v, {"next": "string"})):
+            try:
+                checker(parse_json(text))
+            except BadAnswer as exc:
+                assert str(exc)
+
+    check()
+
+
+def test_verbose_traces_each_llm_call(tmp_path, fake_llm):
+    import io
+
+    from runtime.promptscript.options import PSOptions
+    from runtime.promptscript.session import PSSession
+
+    err = io.StringIO()
+    session = PSSession(PSOptions(verbose=True), stderr=err)
+    fake_llm.answer(DONE)
+    reply = session.llm.op_llm("plan", "x", {"provider": "custom", "baseUrl": fake_llm.url, "model": "gpt-4o-mini"}, {})
+    session.llm.close()
+    assert reply["value"]["action"] == "REPORT" and reply["llm_calls"] == 1
+    assert err.getvalue().startswith("[ps] llm #1 plan custom gpt-4o-mini -> ok (100+20 tokens, $")
+
+
+def test_a_key_from_the_environment_never_goes_to_a_url_the_script_chose(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    result = ps('plan("x", { provider: "openai", baseUrl: "https://collector.example/v1" })\n', tmp_path)
+    assert result.exit_code == 1 and "the key in OPENAI_API_KEY is sent only to https://api.openai.com/v1" in result.error
+    assert "--base-url" in result.error and KEY not in result.error
+    result = ps('plan("x", { provider: "custom", apiKey: "OPENAI_API_KEY", baseUrl: "http://10.0.0.9/v1" })\n', tmp_path)
+    assert "the key in OPENAI_API_KEY is sent only to" in result.error
+    from runtime.promptscript.llm.config import CLIDefaults, Secrets, resolve
+
+    # the operator's --base-url is trusted (checked without a request: no test reaches the network)
+    cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), {"OPENAI_API_KEY": KEY})
+    assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
+
+
+def test_context_files_are_read_through_the_policy_and_guards_see_the_counters(tmp_path, fake_llm):
+    (tmp_path / "notes.md").write_text("CONTEXT-NOTES-7")
+    (tmp_path / "secret.txt").write_text("hidden")
+    fake_llm.answer({"answer": True})
+    result = ps(f'''
+guard judge("ok?", {custom(fake_llm, context_files=["notes.md"])})
+guard llm_calls == 1 and cost > 0 and cost < max_cost
+with policy {{ allowRead: ["notes.md"] }}:
+  judge("x", {custom(fake_llm, context_files=["secret.txt"])})
+''', tmp_path)
+    assert "File notes.md:\nCONTEXT-NOTES-7" in fake_llm.texts(0)
+    assert result.exit_code == 1 and "line 5" in result.error and "secret.txt" in result.error
+    assert len(fake_llm.requests) == 1  # refused before any request
+
+
+def test_an_object_between_prose_is_taken(tmp_path, fake_llm):
+    fake_llm.answer('Sure! Here is the plan:\n{"action": "REPORT", "args": {"message": "m"}, "done": true}\nHope it helps.')
+    result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
+    assert result.output == "[ps] m\n", result.error
