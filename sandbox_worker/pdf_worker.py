@@ -74,6 +74,28 @@ def extract(pymupdf, data: bytes, max_pages: int, max_text_bytes: int) -> dict:
         pdf.close()
 
 
+def outline_of(pymupdf, data: bytes, max_pages: int) -> dict:
+    """The outline and page count alone (table()): no page's text is extracted."""
+    try:
+        pdf = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # noqa: BLE001 - any parser failure is the document's
+        return _failure(exc)
+    try:
+        if pdf.needs_pass or pdf.is_encrypted:
+            return {"t": "err", "msg": "it is encrypted (password protected)"}
+        count = pdf.page_count
+        if count > max_pages:
+            return {"t": "err", "msg": f"it has {count} pages, over the limit of {max_pages} pages per PDF (--max-pdf-pages)",
+                    "limit": True}
+        outline = [[int(level), str(title).strip()[:MAX_TITLE_CHARS], int(number)]
+                   for level, title, number, *_ in pdf.get_toc(simple=True)[:MAX_OUTLINE_ENTRIES]]
+        return {"t": "ok", "outline": outline, "page_count": count, "repaired": bool(getattr(pdf, "is_repaired", False))}
+    except Exception as exc:  # noqa: BLE001
+        return _failure(exc)
+    finally:
+        pdf.close()
+
+
 def warm_up(pymupdf) -> None:
     """Extract a small PDF made here before hardening: PyMuPDF imports modules lazily (codecs
     among them), and after hardening nothing can be imported."""
@@ -87,6 +109,7 @@ def warm_up(pymupdf) -> None:
     data = sample.tobytes()
     sample.close()
     extract(pymupdf, data, 1, 1 << 20)
+    outline_of(pymupdf, data, 1)
 
 
 def main() -> None:
@@ -115,7 +138,10 @@ def main() -> None:
             os._exit(3)
         data = protocol.read_exact(0, request["size"])
         try:
-            reply = extract(pymupdf, data, max_pages, max_text)
+            if request.get("only") == "outline":
+                reply = outline_of(pymupdf, data, max_pages)
+            else:
+                reply = extract(pymupdf, data, max_pages, max_text)
         except MemoryError as exc:
             reply = _failure(exc)
         del data

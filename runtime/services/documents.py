@@ -276,6 +276,7 @@ def format_toc(entries: list[TocEntry], max_items: int) -> str:
 
 
 MAX_NOTED = 10
+MAX_OUTLINES_KEPT = 1000  # outlines asked of the extractor alone, kept while their file is unchanged
 
 
 class DocumentStore:
@@ -298,6 +299,7 @@ class DocumentStore:
         self.used = 0  # bytes of the cached documents (memory_cost)
         self.parse_count = 0
         self.evictions = 0
+        self._outlines: dict[str, tuple[tuple[int, int], list]] = {}  # PDF outlines read alone (pdf_outline)
         self.damaged: list[str] = []  # the damaged documents parsed (the first MAX_NOTED), for the run's warnings
         self.damaged_count = 0
 
@@ -341,6 +343,31 @@ class DocumentStore:
         except OverflowError as exc:
             raise self.too_big(res.vpath, int(exc.args[0])) from None
         return self.parse(res.vpath, res.real, data, fst)
+
+    def pdf_outline(self, vfs: VirtualFS, res: Resolved, st: os.stat_result) -> list[TocEntry]:
+        """A PDF's outline ([] when it has none) without extracting its pages' text: from the
+        parsed document when it is here, else asked of the extractor alone and kept while the
+        file is unchanged (table() of a 1,000-page manual costs its outline, not its text)."""
+        doc = self.cached(res.real, res.vpath, st)
+        if doc is not None:
+            return list(doc.outline or [])
+        key = (st.st_mtime_ns, st.st_size)
+        kept = self._outlines.get(res.real)
+        if kept is not None and kept[0] == key:
+            return list(kept[1])
+        if st.st_size > self.max_bytes:
+            raise self.too_big(res.vpath, st.st_size)
+        try:
+            data, fst = vfs.read_bytes(res, self.max_bytes)
+        except OverflowError as exc:
+            raise self.too_big(res.vpath, int(exc.args[0])) from None
+        outline, _count, repaired = self.extractor.outline(res.vpath, data, self.deadline)
+        if repaired:
+            self._note_damaged(res.vpath)
+        if len(self._outlines) >= MAX_OUTLINES_KEPT:
+            self._outlines.pop(next(iter(self._outlines)))
+        self._outlines[res.real] = ((fst.st_mtime_ns, fst.st_size), outline)
+        return list(outline)
 
     def read_entry(self, vfs: VirtualFS, entry: WalkEntry) -> bytes:
         """Raw bytes of a file met in a walk, under the size limit (not parsed, not cached)."""

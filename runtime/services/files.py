@@ -424,7 +424,12 @@ class FilesService(IndexedSearches):
     def file_table(self, path: str, max_items: int) -> str:
         if max_items < 1:
             raise ScriptError(f"max_items must be 1 or more, not {max_items}")
-        doc = self._doc(path)
+        res, st = self.vfs.resolve_file(path)
+        if is_pdf_name(res.vpath):  # a PDF's outline, when it has one, without extracting its text
+            outline = self.store.pdf_outline(self.vfs, res, st)
+            if outline:
+                return self.budget(f"table() of {res.vpath}").charge(format_toc(outline, max_items))
+        doc = self.store.get(self.vfs, res, st)
         toc = doc.toc(lambda: self.check_deadline("looking for the table of contents"))
         if not toc:
             return f"No table of contents detected for {doc.vpath}"

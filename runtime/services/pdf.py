@@ -156,12 +156,24 @@ class PdfExtractor:
 
     def extract(self, vpath: str, data: bytes, deadline: float | None) -> tuple[list[str], list, bool]:
         """(pages, outline [(level, title, page)], repaired) of the PDF `data`."""
+        reply = self._ask(vpath, data, deadline, {})
+        return reply["pages"] or [""], [tuple(entry) for entry in reply["outline"]], bool(reply.get("repaired"))
+
+    def outline(self, vpath: str, data: bytes, deadline: float | None) -> tuple[list, int, bool]:
+        """(outline [(level, title, page)], page count, repaired) of the PDF `data`, no page's
+        text extracted."""
+        reply = self._ask(vpath, data, deadline, {"only": "outline"})
+        count = reply.get("page_count")
+        return [tuple(entry) for entry in reply["outline"]], count if type(count) is int else 0, bool(reply.get("repaired"))
+
+    def _ask(self, vpath: str, data: bytes, deadline: float | None, extra: dict) -> dict:
+        """The extractor's "ok" reply to one PDF; its failure as the document's error."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start(deadline)
             proc = self._proc
             try:
-                protocol.write_frame(proc.stdin.fileno(), {"t": "pdf", "size": len(data)})
+                protocol.write_frame(proc.stdin.fileno(), {"t": "pdf", "size": len(data), **extra})
                 proc.stdin.write(data)
                 proc.stdin.flush()
             except (BrokenPipeError, OSError):
@@ -173,7 +185,7 @@ class PdfExtractor:
                 self._proc = None
                 raise self._death(vpath, proc)
         if reply.get("t") == "ok":
-            return reply["pages"] or [""], [tuple(entry) for entry in reply["outline"]], bool(reply.get("repaired"))
+            return reply
         message = f"cannot read PDF {vpath}: {str(reply.get('msg', 'unknown error'))[:500]}"
         raise DocumentLimit(message) if reply.get("limit") else UnreadableFile(message)
 

@@ -251,3 +251,19 @@ def test_a_pdf_repaired_with_part_of_its_text_is_read_and_named_as_damaged(root,
     (root / "data" / "a.txt").write_text("fine\n")
     r = run_script('print(len(File("/data/a.txt").read()) > 0)\n', root=str(root), timeout=60)
     assert r.ok and r.warnings == []
+
+
+def test_table_of_a_pdf_with_an_outline_extracts_no_page(svc, root):
+    """Issue 13: table() answered from the outline alone; the text is extracted only when it
+    is needed (no outline, or a read)."""
+    make_pdf(root / "data" / "m.pdf", [f"Chapter {i}\nbody" for i in range(1, 6)],
+             toc=[[1, "One", 1], [1, "Two", 3], [2, "Two.a", 4]])
+    make_pdf(root / "data" / "plain.pdf", ["1 Intro ........ 2", "Intro"])
+    assert svc.file_table("data/m.pdf", 50) == "One (p.1)\nTwo (p.3)\n  Two.a (p.4)"
+    assert svc.store.parse_count == 0  # no page's text was extracted
+    assert svc.file_table("data/m.pdf", 50) == "One (p.1)\nTwo (p.3)\n  Two.a (p.4)"  # kept while unchanged
+    assert svc.store.parse_count == 0
+    assert svc.file_table("data/plain.pdf", 50) == "1 Intro (p.2)"  # no outline: from the text
+    assert svc.store.parse_count == 1
+    assert "Chapter 2" in svc.file_read("data/m.pdf", 2)
+    assert svc.file_table("data/m.pdf", 1).startswith("One (p.1)")  # from the parsed document now
