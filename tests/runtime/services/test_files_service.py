@@ -307,3 +307,13 @@ def test_iteration_replies_cover_the_listing_once_and_walk_it_once(tmp_path, mon
     assert svc.dir_iter("/", True, 300) == {"files": [], "next": None}
     with pytest.raises(ScriptError, match="offset must be 0 or more"):
         svc.dir_iter("/", True, -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "é", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85",
+                                 "\u2028", "\u2029"]), max_size=40).map("".join))
+def test_line_starts_are_the_ends_of_splitlines_line_breaks(text):
+    from runtime.services.searching import line_starts
+
+    breaks = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines()'s breaks
+    assert line_starts(text) == [0] + [m.end() for m in breaks.finditer(text)]
