@@ -29,10 +29,12 @@ from __future__ import annotations
 import functools
 import math
 import os
+import queue
 import re
 import threading
 import time
 import warnings
+import weakref
 
 import re2
 import regex
@@ -249,12 +251,49 @@ class _Subject:
         return self._char
 
 
+class _Waiter:
+    """The one daemon thread a Searcher hands its long searches to, so that a search operation
+    over many files (or many matches of one) starts one thread, not one per search. A search
+    abandoned at the deadline keeps it busy until it ends by itself; the run is over by then.
+    It ends when its Searcher is collected."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._serve, args=(self.jobs,), name="fdsl-regex", daemon=True).start()
+
+    @staticmethod
+    def _serve(jobs: queue.SimpleQueue) -> None:
+        while True:
+            item = jobs.get()
+            if item is None:
+                return
+            job, left, outcome, done = item
+            try:
+                outcome.append((True, job(left)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+                outcome.append((False, exc))
+            finally:
+                done.set()
+
+    def run(self, job, left: float):
+        outcome: list = []
+        done = threading.Event()
+        self.jobs.put((job, left, outcome, done))
+        if not done.wait(left):
+            raise DeadlineExceeded(_TIMEOUT_MESSAGE)
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
+
+
 class Searcher:
     """Runs patterns under a deadline (a time.monotonic() value, or None for no limit)."""
 
     def __init__(self, deadline: float | None = None) -> None:
         self.deadline = deadline
         self._subject: _Subject | None = None
+        self._waiter: _Waiter | None = None
 
     def remaining(self) -> float | None:
         if self.deadline is None or not math.isfinite(self.deadline):  # inf: no time limit
@@ -273,24 +312,10 @@ class Searcher:
         left = self.remaining()
         if left is None or (work is not None and work <= INLINE_WORK):
             return job(left)
-        outcome: list = []
-        done = threading.Event()
-
-        def target() -> None:
-            try:
-                outcome.append((True, job(left)))
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-                outcome.append((False, exc))
-            finally:
-                done.set()
-
-        threading.Thread(target=target, name="fdsl-regex", daemon=True).start()
-        if not done.wait(left):
-            raise DeadlineExceeded(_TIMEOUT_MESSAGE)
-        ok, value = outcome[0]
-        if not ok:
-            raise value
-        return value
+        if self._waiter is None:
+            self._waiter = _Waiter()
+            weakref.finalize(self, self._waiter.jobs.put, None)  # its thread ends with this Searcher
+        return self._waiter.run(job, left)
 
     def _subject_of(self, text: str) -> _Subject:
         if self._subject is None or self._subject.text is not text:
