@@ -14,7 +14,6 @@ import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -119,16 +118,11 @@ class WorkerRun:
         try:
             self._serve()
         finally:
-            if self.state is State.FINISHED:
-                # Killed now; its exit status is not needed, so collecting it (the kernel's
-                # teardown of the process, a few ms) is left to a thread, off the run's path.
-                kill_group(self.pid)
-                self.proc.returncode = -signal.SIGKILL
-                threading.Thread(target=_collect, args=(self.proc,), daemon=True).start()
-            else:
-                wait_status = reap(self.pid)
-                self.proc.returncode = wait_status
-                _close_pipes(self.proc)
+            # Reaped before the result returns (a few ms of the kernel's teardown): when a run
+            # is over, no process of it exists any more (fuzz/targets.py checks it).
+            wait_status = reap(self.pid)
+            self.proc.returncode = wait_status
+            _close_pipes(self.proc)
         result = self.result
         if self.state is not State.FINISHED:  # the pipes closed first: the worker died
             result.error = crash_error(wait_status, bytes(self.diagnostics))

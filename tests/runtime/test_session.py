@@ -22,7 +22,7 @@ def docs(tmp_path):
 
 
 def gone(pid: int, within: float = 5.0) -> bool:
-    """The process has ended (killed at once; its exit is collected by a thread, so allow it a moment)."""
+    """The process has ended (waiting `within` seconds at most: a worker discarded from a pool is killed first)."""
     deadline = time.monotonic() + within
     while True:
         try:
