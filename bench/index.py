@@ -85,7 +85,7 @@ def token_grep(root: Path, count: int) -> None:
     svc = FilesService(VirtualFS([("/", root, False)]))
     fdsl = per_call(lambda: svc.dir_grep("/", word, None, True))
     learned = FilesService(VirtualFS([("/", root, False)]), index=RunIndex(persistent=False))
-    learned.dir_grep("/", word, None, True)  # a run's first grep reads every file and learns it
+    learned.dir_grep("/", word, None, True)  # a first grep reads every file and learns it (a Session, the tools)
     fdsl_indexed = per_call(lambda: learned.dir_grep("/", word, None, True))
     print(f"1. token grep {word!r} on {count} documents ({blob.grep(word)['total']} hit):")
     print(f"   Index.from_blob grep {ms(snap)} (target 0.020 ms); open_index grep {ms(live)} (stat of each candidate)")

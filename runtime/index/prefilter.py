@@ -59,8 +59,14 @@ class Query:
 
 
 class RunIndex:
-    def __init__(self, persistent: bool = True) -> None:
+    def __init__(self, persistent: bool = True, learning: bool = True) -> None:
+        """`persistent`: use the stored index of a mount when `fdsl index build` made one.
+        `learning`: index the texts searches read, for the searches after them. Worth it when
+        more searches will come (a Session, the agent tools); a one-shot run does not learn, so
+        its first search costs what a plain scan costs (tokenizing every file read would make
+        it several times slower, for searches that never come)."""
         self.persistent = persistent
+        self.learning = learning
         self._mounts: dict[int, TokenIndex] = {}
         self.warnings: list[str] = []
         self.loaded = 0  # persistent indexes in use
@@ -92,7 +98,7 @@ class RunIndex:
 
     def learn(self, loc: Location | None, st: os.stat_result | None, text: str, read_ns: int) -> None:
         """Index a document the run has read (its text as the search sees it) unless known."""
-        if loc is None or st is None:
+        if loc is None or st is None or not self.learning:
             return
         tokens = self.tokens(loc.mount)
         key = key_of(loc)

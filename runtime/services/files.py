@@ -207,7 +207,7 @@ class FilesService(IndexedSearches):
         data = self.store.read_entry(self.vfs, e)
         if is_binary(data):
             raise binary_file(e.vpath)
-        if pattern.literal is not None and (query is None or query.knows(e.loc, e.st)):
+        if pattern.literal is not None and (query is None or not self.index.learning or query.knows(e.loc, e.st)):
             verdict = pattern.bytes_verdict(data)
             if verdict is not None:
                 return verdict

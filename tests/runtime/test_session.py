@@ -154,3 +154,17 @@ def test_the_pdf_extractor_serves_many_runs_and_is_renewed_when_its_cpu_is_spent
         extractor.cpu_limit = 1  # as if spent: too little left for a run of 5 s
         assert session.run('print(File("/a.pdf").page_count)\n').output == "20\n"
         assert extractor.started == 2
+
+
+def test_a_sessions_runs_share_an_index_that_learns_and_a_one_shot_run_does_not_learn(docs):
+    from runtime.fs.vfs import VirtualFS
+    from runtime.index.prefilter import RunIndex
+    from runtime.services.files import FilesService
+
+    one_shot = RunIndex(learning=False)
+    FilesService(VirtualFS([("/", docs, False)]), index=one_shot).dir_grep("/", "alpha", None, False)
+    assert one_shot.learned == 0  # its first search costs a plain scan, nothing more
+    with Session(root=str(docs), timeout=30) as session:
+        assert session.run('print(len(Directory("/").grep("alpha")))\n').output == "2\n"
+        assert session.shared["index"].learned == 2  # both documents, for the next runs' searches
+        assert session.run('print(len(Directory("/").grep("zzz")))\n').output == "0\n"
