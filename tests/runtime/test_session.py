@@ -161,6 +161,8 @@ def test_a_sessions_runs_share_an_index_that_learns_and_a_one_shot_run_does_not_
     from runtime.index.prefilter import RunIndex
     from runtime.services.files import FilesService
 
+    for name in ("a.txt", "b.md"):  # files changed in the last 2 s are never learned (runtime/index)
+        os.utime(docs / name, (time.time() - 60, time.time() - 60))
     one_shot = RunIndex(learning=False)
     FilesService(VirtualFS([("/", docs, False)]), index=one_shot).dir_grep("/", "alpha", None, False)
     assert one_shot.learned == 0  # its first search costs a plain scan, nothing more
