@@ -346,6 +346,8 @@ def fake_workers(budget_s: float, seed: int, box: Sandbox) -> Stats:
 
     def check(chunks: list[bytes]) -> None:
         fds_before = me.num_fds()
+        # processes this one had already (a test session's forkserver, a Ray cluster) are not the run's
+        children_before = {p.pid for p in me.children(recursive=True)}
         payload = b"".join(chunks)
         code = (
             "import os\ndata = " + repr(payload) + "\n"
@@ -366,7 +368,8 @@ def fake_workers(budget_s: float, seed: int, box: Sandbox) -> Stats:
         if result.status == "crash":
             assert result.error and result.error["kind"] == "InternalError", result.error
         assert me.num_fds() == fds_before, f"descriptors leaked: {fds_before} -> {me.num_fds()}"
-        assert not me.children(recursive=True), "a worker process outlived its run"
+        left = [p.pid for p in me.children(recursive=True) if p.pid not in children_before]
+        assert not left, f"a worker process outlived its run: {left}"
 
     return run_batches(stats, hostile_frame_sequences(ops), check, budget_s, seed, batch=5)
 

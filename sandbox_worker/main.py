@@ -147,6 +147,8 @@ def main(preload: bool = False) -> None:
                 error = None
             if client.time_up:  # whatever the script's error became on its way out, it stopped here
                 line, column = client.stopped_at
+                if line is None and error is not None:  # the signal came after the script: its own place
+                    line, column = error.get("line"), error.get("col")
                 error = {"kind": "TimeoutError", "msg": "the run's time limit passed", "line": line, "col": column}
         client.end(error)
     except (BrokenPipeError, EOFError):

@@ -80,11 +80,14 @@ def uses_openat2() -> bool:
     if _state["openat2"] is None:
         _load()
         if _state["openat2"] is None:
+            root = os.open("/", os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             try:
-                os.close(_openat2(os.open("/", os.O_RDONLY | O_DIRECTORY | O_CLOEXEC), b".", os.O_RDONLY | O_DIRECTORY, 0))
+                os.close(_openat2(root, b".", os.O_RDONLY | O_DIRECTORY, 0))
                 _state["openat2"] = True
             except OSError:
                 _state["openat2"] = False  # ENOSYS (old kernel) or EPERM (seccomp)
+            finally:
+                os.close(root)  # the probe's own descriptor (it leaked one per process)
     return bool(_state["openat2"])
 
 

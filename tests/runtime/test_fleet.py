@@ -52,7 +52,9 @@ def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
                     continue
                 running = [p for p in [proc, *proc.children()] if sum(p.cpu_times()[:2]) > 0.3]
                 broker = proc.parent()
-                if running and broker is not None and broker.pid != me.pid:
+                if broker is None or "sandbox_worker.main" in " ".join(broker.cmdline()):
+                    continue  # the script's process in the worker's PID namespace: its parent is the worker
+                if running and broker.pid != me.pid:
                     kills.append(proc.pid)
                     broker.kill()
                     break
