@@ -99,7 +99,10 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
         exec(code_object, namespace)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported, none escapes as a traceback
         kind, message = classify(exc, limits, language)
-        line, column = script_position(exc.__traceback__)
+        where = exc
+        while isinstance(where, TimeUp) and where.__context__ is not None:
+            where = where.__context__  # the stop cut short a block's clean-up: the script was where that began
+        line, column = script_position(where.__traceback__)
         return {"kind": kind, "msg": message, "line": line, "col": column}
     return None
 
@@ -145,10 +148,11 @@ def main(preload: bool = False) -> None:
                 error = run(client, start["code"], limits, start.get("mode", "restricted"), lang)
             except TimeUp:  # the signal came as the script ended
                 error = None
-            if client.time_up:  # whatever the script's error became on its way out, it stopped here
+            if client.time_up:  # a timeout, at the place the script's own error names (its traceback's,
+                # exact), else where the signal found it
                 line, column = client.stopped_at
-                if line is None and error is not None:  # the signal came after the script: its own place
-                    line, column = error.get("line"), error.get("col")
+                if error is not None and error.get("line") is not None:
+                    line, column = error["line"], error.get("col")
                 error = {"kind": "TimeoutError", "msg": "the run's time limit passed", "line": line, "col": column}
         client.end(error)
     except (BrokenPipeError, EOFError):
