@@ -96,7 +96,9 @@ def promptscript_options(args) -> tuple[dict, float]:
                "allow_commands": tuple(args.allow_command), "max_files_changed": args.max_files_changed,
                "max_file_bytes": args.max_file_bytes,
                "max_log_bytes": args.max_log_bytes, "provider": args.provider, "model": args.model,
-               "base_url": args.base_url, "max_llm_calls": args.max_llm_calls, "max_cost": args.max_cost}
+               "base_url": args.base_url,
+               "llm_key_env": tuple(args.llm_key_env or ()), "allow_base_urls": tuple(args.allow_base_url or ()),
+               "max_llm_calls": args.max_llm_calls, "max_cost": args.max_cost}
     return options, timeout
 
 

@@ -70,6 +70,7 @@ PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--m
                    ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
                    ("--allow-command", "allow_command"), ("--max-file-bytes", "max_file_bytes"),
                    ("--provider", "provider"), ("--model", "model"), ("--base-url", "base_url"),
+                   ("--llm-key-env", "llm_key_env"), ("--allow-base-url", "allow_base_url"),
                    ("--max-llm-calls", "max_llm_calls"), ("--max-cost", "max_cost"))
 # option dest -> the PSOptions field whose default it takes when not given
 PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_tool_calls": "max_tool_calls",
@@ -192,6 +193,11 @@ def add_llm_options(ps, default: PSOptions) -> None:
     ps.add_argument("--model", default=None, metavar="NAME", help="every LLM call's model, over the script's")
     ps.add_argument("--base-url", default=None, metavar="URL",
                     help="every LLM call's base URL, over the script's (e.g. a local OpenAI-compatible server with --provider custom)")
+    ps.add_argument("--llm-key-env", action="append", default=None, metavar="NAME",
+                    help="an environment variable a script's apiKey may name, beyond its provider's own "
+                         "(OPENAI_API_KEY, OPENROUTER_API_KEY, ANTHROPIC_API_KEY) (repeatable)")
+    ps.add_argument("--allow-base-url", action="append", default=None, metavar="URL",
+                    help="a baseUrl a script may choose, beyond its provider's own and this machine's (repeatable)")
     ps.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
                     help=f"requests sent to a model, retries included (default {default.max_llm_calls}; 0: no limit)")
     ps.add_argument("--max-cost", type=float, default=None, metavar="USD",

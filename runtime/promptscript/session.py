@@ -82,7 +82,8 @@ class PSSession:
         self.log = options.run_log
         if self.log is None and options.project is not None:
             self.log = RunLog(Path(options.project), options.max_log_bytes)
-        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url))
+        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url,
+                                          tuple(options.llm_key_env), tuple(options.allow_base_urls)))
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
             "REPORT": partial(dialogue.report, self),
             "ASK_USER": partial(dialogue.ask_user, self),

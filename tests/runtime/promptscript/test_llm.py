@@ -87,7 +87,7 @@ def test_anthropic_format_and_the_key_never_leaves_the_broker(tmp_path, fake_llm
     monkeypatch.setenv("MY_ANTHROPIC", KEY)
     fake_llm.answer({"answer": True}, Fail(401, json.dumps({"error": {"message": "bad key " + KEY}})))
     opts = f'{{ provider: "anthropic", baseUrl: "{fake_llm.anthropic_url}", apiKey: "MY_ANTHROPIC", maxRetries: 0 }}'
-    result = ps(f'log(judge("fine?", {opts}))\nlog(judge("again?", {opts}))\n', tmp_path)
+    result = ps(f'log(judge("fine?", {opts}))\nlog(judge("again?", {opts}))\n', tmp_path, llm_key_env=("MY_ANTHROPIC",))
     assert result.exit_code == 1 and result.output == "[ps] true\n"
     assert "HTTP 401 (the API key was refused: check it)" in result.error and "line 2" in result.error
     assert fake_llm.requests[0]["path"] == "/v1/messages"
@@ -254,18 +254,51 @@ def test_verbose_traces_each_llm_call(tmp_path, fake_llm):
     assert err.getvalue().startswith("[ps] llm #1 plan custom gpt-4o-mini -> ok (100+20 tokens, $")
 
 
-def test_a_key_from_the_environment_never_goes_to_a_url_the_script_chose(tmp_path, monkeypatch):
+def test_a_call_never_goes_to_a_url_the_script_chose(tmp_path, monkeypatch):
+    # Rewritten on purpose: every call (not only one with a key from the environment) is held
+    # to its provider's URL, loopback, or a URL the operator gave or allowed.
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     result = ps('plan("x", { provider: "openai", baseUrl: "https://collector.example/v1" })\n', tmp_path)
-    assert result.exit_code == 1 and "the key in OPENAI_API_KEY is sent only to https://api.openai.com/v1" in result.error
-    assert "--base-url" in result.error and KEY not in result.error
-    result = ps('plan("x", { provider: "custom", apiKey: "OPENAI_API_KEY", baseUrl: "http://10.0.0.9/v1" })\n', tmp_path)
-    assert "the key in OPENAI_API_KEY is sent only to" in result.error
-    from runtime.promptscript.llm.config import CLIDefaults, Secrets, resolve
+    assert result.exit_code == 1 and "go only to https://api.openai.com/v1" in result.error
+    assert "--allow-base-url https://collector.example/v1" in result.error and KEY not in result.error
+    result = ps('plan("x", { provider: "custom", apiKey: "literal-key", baseUrl: "http://10.0.0.9/v1" })\n', tmp_path)
+    assert result.exit_code == 1 and "--allow-base-url http://10.0.0.9/v1" in result.error
+    from runtime.promptscript.llm.config import CLIDefaults, LLMError, Secrets, resolve
 
-    # the operator's --base-url is trusted (checked without a request: no test reaches the network)
-    cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), {"OPENAI_API_KEY": KEY})
+    env = {"OPENAI_API_KEY": KEY}
+    # the operator's --base-url and --allow-base-url are trusted (checked without a request: no test reaches the network)
+    cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), env)
     assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
+    cfg = resolve({"provider": "openai", "baseUrl": "https://h.example/v1"},
+                  CLIDefaults(allow_base_urls=("https://h.example/v1",)), Secrets(), env)
+    assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
+    for url in ("https://127.attacker.example/v1", "http://127.0.0.1.nip.io/v1", "http://localhost.example/v1"):
+        with pytest.raises(LLMError, match="--allow-base-url"):
+            resolve({"provider": "openai", "baseUrl": url}, CLIDefaults(), Secrets(), env)
+    for url in ("http://127.0.0.1:8/v1", "http://127.9.9.9/v1", "http://[::1]:8/v1", "http://localhost:8/v1"):
+        assert resolve({"provider": "openai", "baseUrl": url}, CLIDefaults(), Secrets(), env).api_key == KEY
+
+
+def test_api_key_names_only_the_providers_own_variable_or_one_the_operator_allowed(tmp_path, monkeypatch):
+    from runtime.promptscript.llm.config import CLIDefaults, LLMError, Secrets, resolve
+
+    env = {"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": "ghp-SECRET-TOKEN", "AWS_SECRET_ACCESS_KEY": "aws-SECRET"}
+    for name in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):
+        with pytest.raises(LLMError, match=f"--llm-key-env {name}") as info:
+            resolve({"provider": "openai", "apiKey": name}, CLIDefaults(), Secrets(), env)
+        assert env[name] not in str(info.value)
+    with pytest.raises(LLMError, match="--llm-key-env OPENAI_API_KEY"):  # another provider's variable
+        resolve({"provider": "anthropic", "apiKey": "OPENAI_API_KEY"}, CLIDefaults(), Secrets(), env)
+    cfg = resolve({"provider": "openai", "apiKey": "GITHUB_TOKEN"}, CLIDefaults(key_env=("GITHUB_TOKEN",)), Secrets(), env)
+    assert cfg.api_key == "ghp-SECRET-TOKEN"
+    assert resolve({"provider": "openai", "apiKey": "OPENAI_API_KEY"}, CLIDefaults(), Secrets(), env).api_key == KEY
+    # an all-capitals key naming no variable is the key itself, redacted like any key
+    secrets = Secrets()
+    assert resolve({"provider": "openai", "apiKey": "ABCD1234KEY"}, CLIDefaults(), secrets, env).api_key == "ABCD1234KEY"
+    assert secrets.redact("x ABCD1234KEY") == "x [redacted]"
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-SECRET-TOKEN")
+    result = ps('plan("x", { provider: "openai", apiKey: "GITHUB_TOKEN" })\n', tmp_path)
+    assert result.exit_code == 1 and "--llm-key-env GITHUB_TOKEN" in result.error
 
 
 def test_context_files_are_read_through_the_policy_and_guards_see_the_counters(tmp_path, fake_llm):
@@ -287,3 +320,4 @@ def test_an_object_between_prose_is_taken(tmp_path, fake_llm):
     fake_llm.answer('Sure! Here is the plan:\n{"action": "REPORT", "args": {"message": "m"}, "done": true}\nHope it helps.')
     result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
     assert result.output == "[ps] m\n", result.error
+
