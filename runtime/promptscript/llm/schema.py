@@ -7,7 +7,6 @@ MAX_ANSWER_CHARS of text, JSON nested at most MAX_JSON_DEPTH deep. Each failure 
 from __future__ import annotations
 
 import json
-import re
 
 from wire.protocol import PS_ACTIONS, PS_PLAN_KEYS
 
@@ -15,7 +14,7 @@ MAX_ANSWER_CHARS = 512 << 10  # a plan may carry a file's content; the worker's 
 MAX_JSON_DEPTH = 32
 MAX_SUMMARY_CHARS = 6000  # ~1.5k tokens: the memory's bound (spec: 1-2k tokens)
 SCHEMA_TYPES = {"string": str, "number": (int, float), "boolean": bool, "array": list, "object": dict}
-FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
+FENCE = "```"
 
 
 class BadAnswer(Exception):
@@ -37,6 +36,18 @@ def _depth(value, limit: int) -> int:
     return deepest
 
 
+def _unfence(body: str) -> str:
+    """The text inside a ```lang ... ``` fence around all of ``body`` (stripped), else ``body``:
+    plain string operations, linear in the text (a regex here was quadratic on a hostile answer)."""
+    if len(body) < 2 * len(FENCE) or not (body.startswith(FENCE) and body.endswith(FENCE)):
+        return body
+    inner = body[len(FENCE):-len(FENCE)]
+    start = 0
+    while start < len(inner) and inner[start].isascii() and inner[start].isalpha():
+        start += 1  # the fence's language tag
+    return inner[start:].strip()
+
+
 def _loads(body: str):
     """The JSON of ``body``; else the one object it holds between prose (models often add some)."""
     try:
@@ -52,10 +63,7 @@ def parse_json(text: str):
     """The JSON value in a model's text (a ```json fence around it is allowed)."""
     if len(text) > MAX_ANSWER_CHARS:
         raise BadAnswer(f"the answer has {len(text)} characters, more than the {MAX_ANSWER_CHARS} allowed")
-    body = text.strip()
-    fenced = FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
+    body = _unfence(text.strip())
     try:
         value = _loads(body)
     except RecursionError:

@@ -321,3 +321,19 @@ def test_an_object_between_prose_is_taken(tmp_path, fake_llm):
     result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
     assert result.output == "[ps] m\n", result.error
 
+
+def test_the_fence_check_is_linear_on_a_hostile_answer():
+    """``` + 500 KB of spaces + x made the fence regex quadratic (20 KB: 3.9 s of the broker's
+    CPU); checked in a child so that a regression fails on its timeout instead of hanging."""
+    import subprocess
+    import sys
+
+    from runtime.promptscript.llm.schema import parse_json
+
+    code = ("from runtime.promptscript.llm.schema import BadAnswer, parse_json\n"
+            "try:\n    parse_json('```' + ' ' * 500_000 + 'x')\nexcept BadAnswer:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=10)
+    assert done.stdout == "refused\n", done.stderr
+    assert parse_json('```json\n{"a": [1, "```"]}\n```') == {"a": [1, "```"]}
+    assert parse_json('  ```\n{"b": 2}```  ') == {"b": 2} and parse_json('```JSON {"c": 3}\n```') == {"c": 3}
+    assert parse_json('{"d": "```x```"}') == {"d": "```x```"}
