@@ -296,6 +296,10 @@ class PSSession:
 
     def finish(self, result) -> None:
         self.llm.close()
+        if self.stopped is not None and result.exit_code == 0:  # a spent budget fails the run, whatever caught it
+            message = str(self.stopped)
+            result.exit_code, result.error_kind, result.error_message = 1, self.stopped.kind, message
+            result.error = f"{self.stopped.kind}: {message}"
         if self.log is None or self.log.closed:
             return
         fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls,

@@ -57,6 +57,33 @@ def test_each_budget_stops_the_loop(tmp_path, fake_llm):
     assert "--max-llm-calls 2" in result.error  # retry never swallows a budget
 
 
+
+def test_a_budget_spent_in_an_agents_apply_ends_the_run(tmp_path):
+    """The apply's LimitError was fed back to the model as an action's error and the script
+    went on, exiting 0: a spent budget ends the run with its own error."""
+    source = ('apply("READ_FILE", { path: "in.txt" })\n'
+              + agent([READ], ", max_iterations: 1") + 'log("after")\n')
+    result = ps(source, tmp_path, max_tool_calls=1)
+    assert result.exit_code == 1 and result.error_kind == "LimitError", (result.output, result.error)
+    assert "budget exceeded: --max-tool-calls 1" in result.error and "after" not in result.output
+    # with budget to spare, the loop and the script go on
+    result = ps(agent([READ], ", max_iterations: 1") + 'log("after")\n', tmp_path, max_tool_calls=5)
+    assert result.exit_code == 0 and result.output.endswith("[ps] after\n"), result.error
+
+
+def test_a_spent_budget_fails_the_run_even_if_the_script_ended_well(tmp_path):
+    from runtime.api import RunResult
+    from runtime.errors import LimitError
+    from runtime.promptscript.options import PSOptions
+    from runtime.promptscript.session import PSSession
+
+    session = PSSession(PSOptions())
+    session.stopped = LimitError("budget exceeded: --max-tool-calls 1")
+    result = RunResult(exit_code=0, output="")
+    session.finish(result)
+    assert result.exit_code == 1 and result.error_kind == "LimitError"
+    assert result.error == "LimitError: budget exceeded: --max-tool-calls 1"
+
 def test_loop_detection_warns_or_halts(tmp_path):
     result = ps(agent([READ, READ, READ, DONE]), tmp_path)
     assert "[ps] warning: loop detected in run_agent: READ_FILE with the same arguments 3 times in a row" in result.output
