@@ -27,6 +27,14 @@ class Slow:
     answer: object = None
 
 
+@dataclass
+class Raw:
+    """A 200 response of these bytes with these extra headers (e.g. Content-Encoding)."""
+
+    body: bytes
+    headers: dict
+
+
 class FakeLLM:
     def __init__(self) -> None:
         self.requests: list[dict] = []
@@ -49,12 +57,16 @@ class FakeLLM:
                     item = DONE if item.answer is None else item.answer
                 if isinstance(item, Fail):
                     return self.send(item.status, item.body.encode())
+                if isinstance(item, Raw):
+                    return self.send(200, item.body, item.headers)
                 text = item if isinstance(item, str) else json.dumps(item)
                 self.send(200, json.dumps(fake.reply(self.path, body.get("model", "?"), text)).encode())
 
-            def send(self, status: int, data: bytes):
+            def send(self, status: int, data: bytes, headers: dict | None = None):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 try:

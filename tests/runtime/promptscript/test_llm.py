@@ -9,7 +9,7 @@ import json
 import pytest
 
 from runtime.api import run_script
-from tests.support.fake_llm import DONE, Fail, Slow
+from tests.support.fake_llm import DONE, Fail, Raw, Slow
 
 KEY = "sk-test-0123456789abcdef-SECRET"
 
@@ -337,3 +337,24 @@ def test_the_fence_check_is_linear_on_a_hostile_answer():
     assert parse_json('```json\n{"a": [1, "```"]}\n```') == {"a": [1, "```"]}
     assert parse_json('  ```\n{"b": 2}```  ') == {"b": 2} and parse_json('```JSON {"c": 3}\n```') == {"c": 3}
     assert parse_json('{"d": "```x```"}') == {"d": "```x```"}
+
+
+def test_every_content_encoding_layer_is_decoded_under_the_cap(tmp_path, fake_llm):
+    """Only an exact "gzip" was decoded under the 2 MiB cap: "identity, gzip" went to httpx's
+    own decoder, unbounded (a gzip bomb of 300 MB took the broker's memory)."""
+    import gzip
+
+    def completion(text: str) -> bytes:
+        return json.dumps(fake_llm.reply("/v1/chat/completions", "gpt-4o-mini", text)).encode()
+
+    bomb = gzip.compress(completion(" " * (20 << 20)), 9)
+    fake_llm.answer(Raw(bomb, {"Content-Encoding": "identity, gzip"}))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
+    assert result.exit_code == 1 and "over 2097152 bytes once decompressed" in result.error, result.error
+    fake_llm.answer(Raw(b"xx", {"Content-Encoding": "br"}))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
+    assert result.exit_code == 1 and "Content-Encoding 'br', which is not supported" in result.error, result.error
+    twice = gzip.compress(gzip.compress(completion(json.dumps(DONE))))
+    fake_llm.answer(Raw(twice, {"Content-Encoding": "gzip, identity, gzip"}))
+    result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
+    assert result.output == "[ps] fake: done\n", result.error
