@@ -358,3 +358,62 @@ def test_every_content_encoding_layer_is_decoded_under_the_cap(tmp_path, fake_ll
     fake_llm.answer(Raw(twice, {"Content-Encoding": "gzip, identity, gzip"}))
     result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
     assert result.output == "[ps] fake: done\n", result.error
+
+
+def _replay(tmp_path, monkeypatch, capsys, options=None, answers="", flags=(), events=None):
+    """`fdsl replay r1` of a hand-made run directory, in this process; the run it would start is
+    captured, not run: (exit code, the options it would run with, stderr)."""
+    import runtime.cli as cli
+    from runtime.api import RunResult
+
+    run = tmp_path / ".ps-runs" / "r1"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "script.ps").write_text('log("hi")\n')
+    start = json.dumps({"event": "start", "options": options or {}}) if events is None else events
+    (run / "events.jsonl").write_text(start + "\n")
+    if answers is not None:
+        (run / "llm.jsonl").write_text(answers)
+    seen = {}
+    monkeypatch.setattr(cli, "run_script", lambda *a, **kw: seen.update(kw["options"]) or RunResult(0, ""))
+    code = cli.main(["replay", "r1", "--project", str(tmp_path), *flags])
+    return code, seen, capsys.readouterr().err
+
+
+def test_replay_takes_budgets_and_commands_from_its_command_line(tmp_path, monkeypatch, capsys):
+    crafted = {"allow_commands": ["sh"], "max_steps": 0, "max_time_ms": 0, "max_llm_calls": 0, "max_cost": 0,
+               "max_tool_calls": 0, "model": "m1", "provider": "openai"}
+    code, seen, err = _replay(tmp_path, monkeypatch, capsys, crafted)
+    assert code == 0, err
+    assert seen["allow_commands"] == () and seen["max_steps"] == 50_000 and seen["max_time_ms"] == 600_000
+    assert seen["max_llm_calls"] == 500 and seen["max_cost"] == 10.0 and seen["model"] == "m1"
+    code, seen, err = _replay(tmp_path, monkeypatch, capsys, crafted, flags=("--allow-command", "git", "--max-steps", "7"))
+    assert code == 0 and seen["allow_commands"] == ("git",) and seen["max_steps"] == 7
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, {"model": ["x"]})
+    assert code == 2 and "option model must be a string or null" in err
+
+
+def test_replay_refuses_a_damaged_or_hostile_run_directory(tmp_path, monkeypatch, capsys):
+    deep = "[" * 100_000 + "]" * 100_000
+    for answers, says in ((deep + "\n", "llm.jsonl line 1 is not valid JSON"),
+                          ('{"ok": true, "text": "t", "tokens_in": NaN, "tokens_out": 1, "model": "m"}\n', "not valid JSON"),
+                          ('{"ok": true, "text": 5, "tokens_in": 1, "tokens_out": 1, "model": "m"}\n', "line 1 is not a recorded"),
+                          ('{"ok": true, "text": "t", "tokens_in": -1, "tokens_out": 1, "model": "m"}\n', "not a recorded"),
+                          ('{"ok": false, "what": "x", "retryable": "yes"}\n', "not a recorded answer"),
+                          ('[1]\n', "not a recorded answer")):
+        code, seen, err = _replay(tmp_path, monkeypatch, capsys, None, answers)
+        assert code == 2 and says in err and "Traceback" not in err and not seen, (answers[:40], err)
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, events=deep)
+    assert code == 2 and "events.jsonl's first line is not valid JSON" in err
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, events="[1]")
+    assert code == 2 and "does not start with its options" in err
+    run = tmp_path / ".ps-runs" / "r1"
+    (run / "llm.jsonl").unlink()
+    (tmp_path / "elsewhere.jsonl").write_text('{"ok": false, "what": "x", "retryable": false}\n')
+    (run / "llm.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, answers=None)
+    assert code == 2 and "cannot open r1/llm.jsonl" in err
+    (run / "llm.jsonl").unlink()
+    with open(run / "llm.jsonl", "wb") as f:
+        f.truncate((64 << 20) + 1)  # sparse: no disk used
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, answers=None)
+    assert code == 2 and "r1/llm.jsonl is over 67108864 bytes" in err
