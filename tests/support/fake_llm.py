@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+ECHO_KEY = "<<the key received>>"  # in an answer: replaced by the request's key
 DONE = {"action": "REPORT", "args": {"message": "fake: done", "done": True}, "done": True}
 
 
@@ -60,6 +61,8 @@ class FakeLLM:
                 if isinstance(item, Raw):
                     return self.send(200, item.body, item.headers)
                 text = item if isinstance(item, str) else json.dumps(item)
+                key = self.headers.get("x-api-key") or (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                text = text.replace(ECHO_KEY, key)  # a server echoing the key it received
                 self.send(200, json.dumps(fake.reply(self.path, body.get("model", "?"), text)).encode())
 
             def send(self, status: int, data: bytes, headers: dict | None = None):

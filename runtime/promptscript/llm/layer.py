@@ -116,8 +116,19 @@ class LLMLayer:
                     ("user", prompts.user_message(prompt, memory=memory, files=files, context=cfg.get("context"),
                                                   state=state if kind == "agent" else {}))]
         value = self.ask(kind, cfg, messages, lambda text: self.check(kind, text, allowed, cfg, schema))
+        value = self.redacted(value)  # a server may echo the key back: it never reaches the worker or a memory
         if kind == "summarize" and memory is not None:
             self.memory.set_summary(memory["key"], value)
+        return value
+
+    def redacted(self, value):
+        """``value`` with the run's keys blanked out of every string in it (keys included)."""
+        if type(value) is str:
+            return self.secrets.redact(value)
+        if type(value) is dict:
+            return {self.redacted(k): self.redacted(v) for k, v in value.items()}
+        if type(value) is list:
+            return [self.redacted(v) for v in value]
         return value
 
     def check(self, kind: str, text: str, allowed: list, cfg: Resolved, schema):
@@ -138,7 +149,7 @@ class LLMLayer:
             try:
                 return check(text)
             except BadAnswer as exc:
-                problem = str(exc)
+                problem = self.secrets.redact(str(exc))
                 self.session.event("llm_invalid", kind=kind, attempt=attempt + 1, error=problem[:500])
                 messages = [*messages, ("assistant", text[:prompts.MAX_LAST_RESULT_CHARS]),
                             ("user", prompts.retry_message(problem))]

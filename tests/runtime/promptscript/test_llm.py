@@ -9,7 +9,7 @@ import json
 import pytest
 
 from runtime.api import run_script
-from tests.support.fake_llm import DONE, Fail, Raw, Slow
+from tests.support.fake_llm import DONE, ECHO_KEY, Fail, Raw, Slow
 
 KEY = "sk-test-0123456789abcdef-SECRET"
 
@@ -417,3 +417,31 @@ def test_replay_refuses_a_damaged_or_hostile_run_directory(tmp_path, monkeypatch
         f.truncate((64 << 20) + 1)  # sparse: no disk used
     code, _, err = _replay(tmp_path, monkeypatch, capsys, answers=None)
     assert code == 2 and "r1/llm.jsonl is over 67108864 bytes" in err
+
+
+def test_a_key_echoed_back_by_the_server_is_redacted_everywhere(tmp_path, fake_llm, monkeypatch):
+    """The reply's value, llm_invalid events and memory summaries carried a key the server sent
+    back in a 200 answer into the worker, the output, the project's files and the run log."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake_llm.answer({"action": "REPORT", "args": {"message": "k=" + ECHO_KEY, ECHO_KEY: [ECHO_KEY]}, "done": True},
+                    {"action": ECHO_KEY, "args": {}, "done": True}, DONE, {"summary": "sum " + ECHO_KEY})
+    opts = f'provider: "openai", baseUrl: "{fake_llm.url}"'
+    result = ps(f'''
+p = plan("x", {{ {opts} }})
+log(p.args)
+apply("WRITE_FILE", {{ path: "leak.txt", content: p.args.message }})
+plan("y", {{ {opts} }})
+log(summarize("s", {{ {opts}, memory_key: "m1" }}))
+''', tmp_path, write_approval=False)
+    assert result.exit_code == 0, result.error
+    assert '[ps] {message: "k=[redacted]", "[redacted]": ["[redacted]"]}' in result.output
+    assert "[ps] sum [redacted]" in result.output
+    assert "Bearer " + KEY in fake_llm.requests[0]["headers"].values()  # so the server did echo it
+    assert (tmp_path / "leak.txt").read_text() == "k=[redacted]"
+    invalid = [e for e in events(tmp_path) if e["event"] == "llm_invalid"]
+    assert invalid and "[redacted]" in invalid[0]["error"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="replace"), path
+    assert KEY not in result.output
+
