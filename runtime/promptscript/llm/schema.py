@@ -51,12 +51,26 @@ def _unfence(body: str) -> str:
 def _loads(body: str):
     """The JSON of ``body``; else the one object it holds between prose (models often add some)."""
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_no_constant)
     except ValueError:
         start, end = body.find("{"), body.rfind("}")
         if start <= 0 or end <= start:
             raise
-        return json.loads(body[start:end + 1])
+        return json.loads(body[start:end + 1], parse_constant=_no_constant)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _unicode(value) -> None:
+    """Every string (keys too) encodes as UTF-8: a lone surrogate ("\\ud800") would break the
+    frame that carries the value to the worker."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadAnswer("the answer has a string that is not valid Unicode (a lone surrogate escape such as "
+                        "\\ud800); write text only") from None
 
 
 def parse_json(text: str):
@@ -72,6 +86,7 @@ def parse_json(text: str):
         raise BadAnswer(f"the answer is not valid JSON ({str(exc)[:120]}); answer with one JSON object only") from None
     if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise BadAnswer(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+    _unicode(value)
     return value
 
 

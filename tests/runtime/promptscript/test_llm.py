@@ -445,3 +445,22 @@ log(summarize("s", {{ {opts}, memory_key: "m1" }}))
             assert KEY not in path.read_text(errors="replace"), path
     assert KEY not in result.output
 
+
+def test_lone_surrogates_and_non_finite_numbers_are_bad_answers(tmp_path, fake_llm):
+    """A lone surrogate in an answer killed the run ("undecodable frame"); NaN and Infinity
+    were taken as numbers. Both are now bad answers, sent back to the model."""
+    from runtime.promptscript.llm.schema import BadAnswer, parse_json
+
+    for text in ('{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', 'x {"a": NaN} y'):
+        with pytest.raises(BadAnswer, match="not valid JSON"):
+            parse_json(text)
+    with pytest.raises(BadAnswer, match="lone surrogate"):
+        parse_json('{"a\\udc80": "b"}')
+    fake_llm.answer('{"action": "REPORT", "args": {"message": "a\\ud800b"}, "done": true}',
+                    '{"action": "REPORT", "args": {"message": "m"}, "done": true, "confidence": NaN}', DONE)
+    result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=2)}).args.message)\nlog("after")\n', tmp_path)
+    assert result.exit_code == 0 and result.output == "[ps] fake: done\n[ps] after\n", result.error
+    invalid = [e["error"] for e in events(tmp_path) if e["event"] == "llm_invalid"]
+    assert "lone surrogate" in invalid[0] and "NaN is not a JSON number" in invalid[1]
+    assert "lone surrogate" in fake_llm.texts(1)  # told to the model
+
