@@ -253,15 +253,21 @@ class LLMLayer:
 
     def account(self, kind: str, cfg: Resolved, messages: list, reply, started: float) -> None:
         usd, known = 0.0, True
+        tokens_in, tokens_out = reply.input_tokens, reply.output_tokens
         if cfg.provider != "mock":  # providers.py (httpx, genai-prices) stays unloaded for mock runs
-            from runtime.promptscript.llm.providers import price
+            from runtime.promptscript.llm.providers import fallback_price, price
 
-            usd, known = price(cfg.provider, cfg.model, reply.input_tokens, reply.output_tokens)
+            if tokens_in > 0 and tokens_out > 0:
+                usd, known = price(cfg.provider, cfg.model, tokens_in, tokens_out)
+            else:  # usage absent, zero or negative: estimated (4 characters a token), at the fallback price
+                tokens_in = tokens_in if tokens_in > 0 else max(1, sum(len(t) for _, t in messages) // 4)
+                tokens_out = tokens_out if tokens_out > 0 else max(1, len(reply.text) // 4)
+                usd, known = fallback_price(tokens_in, tokens_out), False
         self.cost += usd
-        self.tokens[0] += reply.input_tokens
-        self.tokens[1] += reply.output_tokens
-        self.log_call(kind, cfg, messages, started, ok=True, response=reply.text, tokens_in=reply.input_tokens,
-                      tokens_out=reply.output_tokens, cost=round(usd, 6), priced=known)
+        self.tokens[0] += tokens_in
+        self.tokens[1] += tokens_out
+        self.log_call(kind, cfg, messages, started, ok=True, response=reply.text, tokens_in=tokens_in,
+                      tokens_out=tokens_out, cost=round(usd, 6), priced=known)
         o = self.session.options
         if o.max_cost and self.cost > o.max_cost:
             self.session.stop(f"budget exceeded: --max-cost ${o.max_cost:g} (${self.cost:.4f} spent in {self.calls} LLM calls)")

@@ -208,7 +208,11 @@ def price(provider: str, model: str, input_tokens: int, output_tokens: int) -> t
                           provider_id=PRICE_PROVIDERS.get(provider))
         return float(calc.total_price), True
     except LookupError:
-        return (input_tokens * FALLBACK_PRICE[0] + output_tokens * FALLBACK_PRICE[1]) / 1e6, False
+        return fallback_price(input_tokens, output_tokens), False
+
+
+def fallback_price(input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * FALLBACK_PRICE[0] + output_tokens * FALLBACK_PRICE[1]) / 1e6
 
 
 __all__ = ["Providers", "Reply", "LLMError", "classify", "price", "MAX_RESPONSE_BYTES"]

@@ -48,7 +48,7 @@ def test_each_budget_stops_the_loop(tmp_path, fake_llm):
     assert "budget exceeded: --max-tool-calls 4" in result.error
     result = ps(agent([READ]), tmp_path, max_time_ms=1500, max_llm_calls=0)
     assert "budget exceeded: --max-time 1500 ms" in result.error
-    fake_llm.usage = (1_000_000, 0)  # gpt-4o-mini: $0.15 a call
+    fake_llm.usage = (1_000_000, 1)  # gpt-4o-mini: $0.15 a call (a zero usage is estimated instead)
     fake_llm.answer(READ, READ, READ)
     result = ps(f'run_agent({{ provider: "custom", baseUrl: "{fake_llm.url}", model: "gpt-4o-mini" }}, "t")\n',
                 tmp_path, max_cost=0.2)
@@ -165,3 +165,4 @@ def test_a_short_cycle_is_a_loop_too(tmp_path):
 def test_a_prompt_over_the_op_limit_is_a_clear_error(tmp_path):
     result = ps('run_agent({ provider: "mock" }, "x" * 70000)\n', tmp_path)
     assert "run_agent(): the prompt has 70000 characters, more than 65536" in result.error
+

@@ -464,3 +464,19 @@ def test_lone_surrogates_and_non_finite_numbers_are_bad_answers(tmp_path, fake_l
     assert "lone surrogate" in invalid[0] and "NaN is not a JSON number" in invalid[1]
     assert "lone surrogate" in fake_llm.texts(1)  # told to the model
 
+
+def test_max_cost_holds_when_usage_is_missing_or_negative(tmp_path, fake_llm, monkeypatch):
+    """Negative usage lowered the cost and a missing one cost nothing: --max-cost never stopped
+    the run. Such calls are now estimated at 4 characters a token, at the fallback price."""
+    loop = f'for i in range(50):\n  plan("x", {custom(fake_llm)})\n'
+    fake_llm.usage = (-10_000_000, -1_000_000)
+    result = ps(loop, tmp_path, max_cost=0.01)
+    assert result.exit_code == 1 and "budget exceeded: --max-cost $0.01" in result.error, result.error
+    calls = [e for e in events(tmp_path) if e["event"] == "llm_call"]
+    assert calls[0]["priced"] is False and calls[0]["tokens_in"] > 0 and calls[0]["cost"] > 0 and len(calls) < 50
+    reply = fake_llm.reply
+    monkeypatch.setattr(fake_llm, "reply", lambda *a: {k: v for k, v in reply(*a).items() if k != "usage"})
+    other = tmp_path / "other"
+    other.mkdir()
+    result = ps(loop, other, max_cost=0.01)
+    assert result.exit_code == 1 and "budget exceeded: --max-cost $0.01" in result.error, result.error
