@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from runtime.api import run_script
 from tests.support.fake_llm import DONE
 
@@ -166,3 +168,28 @@ def test_a_prompt_over_the_op_limit_is_a_clear_error(tmp_path):
     result = ps('run_agent({ provider: "mock" }, "x" * 70000)\n', tmp_path)
     assert "run_agent(): the prompt has 70000 characters, more than 65536" in result.error
 
+
+def test_a_bad_or_unwritable_memory_is_an_llm_error_never_an_internal_one(tmp_path):
+    """Items of the wrong type in a memory file (a number in recentDiffSummary), a file nested
+    too deep, or a memory directory that cannot be made gave an InternalError."""
+    from types import SimpleNamespace
+
+    from runtime.promptscript.llm.config import LLMError
+    from runtime.promptscript.llm.memory import Memories
+
+    memories = Memories(SimpleNamespace(options=SimpleNamespace(project=tmp_path)))
+    (tmp_path / ".ps-runs" / "memory").mkdir(parents=True)
+    path = tmp_path / ".ps-runs" / "memory" / "k.json"
+    path.write_text(json.dumps({"summary": "s", "recentDiffSummary": [1, "kept", None], "openIssues": [{"a": 1}],
+                                "filesTouched": {"a.txt": 5, "b.txt": "abc", "c.txt": None}}))
+    memory = memories.load("k", "goal")
+    assert memory["recentDiffSummary"] == ["kept"] and memory["openIssues"] == []
+    assert memory["filesTouched"] == {"b.txt": "abc", "c.txt": None} and memory["summary"] == "s"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert memories.load("k", "goal")["summary"] == ""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / ".ps-runs").write_text("a file where the directory should be")
+    other = Memories(SimpleNamespace(options=SimpleNamespace(project=blocked)))
+    with pytest.raises(LLMError, match="cannot be kept in .ps-runs/memory"):
+        other.load("k", "goal")
