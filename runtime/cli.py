@@ -96,7 +96,9 @@ def promptscript_options(args) -> tuple[dict, float]:
                "allow_commands": tuple(args.allow_command), "max_files_changed": args.max_files_changed,
                "max_file_bytes": args.max_file_bytes,
                "max_log_bytes": args.max_log_bytes, "provider": args.provider, "model": args.model,
-               "base_url": args.base_url, "max_llm_calls": args.max_llm_calls, "max_cost": args.max_cost}
+               "base_url": args.base_url,
+               "llm_key_env": tuple(args.llm_key_env or ()), "allow_base_urls": tuple(args.allow_base_url or ()),
+               "max_llm_calls": args.max_llm_calls, "max_cost": args.max_cost}
     return options, timeout
 
 
@@ -178,26 +180,24 @@ def keep_for_replay(run_log, source: str, options: dict) -> None:
 
 def command_replay(args) -> int:
     """Run a recorded run's script again with its options and its recorded LLM answers."""
-    from dataclasses import fields
-
     from runtime.errors import RunSetupError
-    from runtime.promptscript.llm.replay import load
+    from runtime.promptscript.llm.replay import load, recorded_names
 
     project = Path(args.project)
     if not project.is_dir():
         raise UsageError(f"--project {args.project}: not a directory")
     try:
         source, recorded, answers = load(project, args.run_id)
-    except (RunSetupError, ValueError) as exc:
+        names = recorded_names(recorded)
+    except RunSetupError as exc:
         raise UsageError(str(exc)) from None
-    skip = {"project", "approve", "run_log", "replay", "record_llm", "replay_of", "isolation"}
-    options = {f.name: recorded[f.name] for f in fields(PSOptions) if f.name in recorded and f.name not in skip}
-    options["allow_commands"] = tuple(options.get("allow_commands", ()))
-    options.update(project=project, replay=answers, replay_of=args.run_id)
-    options["run_log"] = open_run_log(project, options.get("max_log_bytes", PSOptions.max_log_bytes))
-    max_time = options.get("max_time_ms", PSOptions.max_time_ms)
-    timeout = args.timeout or (max_time / 1000 + PS_TIMEOUT_MARGIN_S if max_time else math.inf)
-    args.root, args.mount, args.config = None, [], None
+    # Budgets and allowed commands from this command line, checked as fdsl run's: a crafted run
+    # directory must not choose them (its allow_commands once made a replay run sh).
+    args.root, args.mount, args.config, args.verbose = None, [], None, False
+    args.provider = args.model = args.base_url = args.llm_key_env = args.allow_base_url = None
+    options, timeout = promptscript_options(args)
+    options.update(names, project=project, replay=answers, replay_of=args.run_id)
+    options["run_log"] = open_run_log(project, options["max_log_bytes"])
     result = run_script(source, sandbox=build_sandbox(args), approve=approver(args), lang="ps",
                         filename=f"{args.run_id}/script.ps", timeout=timeout, on_output=sys.stdout.write,
                         options=options)

@@ -70,6 +70,7 @@ PS_ONLY_OPTIONS = (("--project", "project"), ("--max-steps", "max_steps"), ("--m
                    ("--halt-on-loop", "halt_on_loop"), ("--max-log-bytes", "max_log_bytes"),
                    ("--allow-command", "allow_command"), ("--max-file-bytes", "max_file_bytes"),
                    ("--provider", "provider"), ("--model", "model"), ("--base-url", "base_url"),
+                   ("--llm-key-env", "llm_key_env"), ("--allow-base-url", "allow_base_url"),
                    ("--max-llm-calls", "max_llm_calls"), ("--max-cost", "max_cost"))
 # option dest -> the PSOptions field whose default it takes when not given
 PS_DEFAULT_FIELDS = {"max_steps": "max_steps", "max_time": "max_time_ms", "max_tool_calls": "max_tool_calls",
@@ -166,6 +167,13 @@ def add_promptscript_options(run) -> None:
     ps = run.add_argument_group("PromptScript (.ps) only")  # budgets: runtime/promptscript/session.py
     default = PSOptions()
     ps.add_argument("--project", default=None, metavar="DIR", help="project directory, mounted read-write at / (writes ask, --yes pre-approves); RUN_CMD runs there and the run log goes to DIR/.ps-runs/<id>/ (default: . unless --root, --mount or --config is given)")
+    add_budget_options(ps, default)
+    add_llm_options(ps, default)
+
+
+def add_budget_options(ps, default: PSOptions) -> None:
+    """A run's budgets and allowed commands: `fdsl run`'s, and `fdsl replay`'s (a replay takes
+    them from its command line, never from the recorded run's directory)."""
     ps.add_argument("--max-steps", type=int, default=None, metavar="N", help=f"statements executed (default {default.max_steps}; 0: no limit)")
     ps.add_argument("--max-time", type=int, default=None, metavar="MS", help=f"running time in ms (default {default.max_time_ms}; 0: no limit; --timeout still applies)")
     ps.add_argument("--max-tool-calls", type=int, default=None, metavar="N", help=f"apply() calls (0: no limit; default {default.max_tool_calls})")
@@ -180,7 +188,10 @@ def add_promptscript_options(run) -> None:
                          f"default {default.max_file_bytes}; a write also fits one request of 1 MiB)")
     ps.add_argument("--allow-command", action="append", default=None, metavar="CMD",
                     help="a program RUN_CMD may run (repeatable; default: none)")
-    add_llm_options(ps, default)
+    ps.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
+                    help=f"requests sent to a model, retries included (default {default.max_llm_calls}; 0: no limit)")
+    ps.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                    help=f"cost of the LLM calls in USD, from their token usage (default {default.max_cost:g}; 0: no limit)")
 
 
 def add_llm_options(ps, default: PSOptions) -> None:
@@ -192,10 +203,11 @@ def add_llm_options(ps, default: PSOptions) -> None:
     ps.add_argument("--model", default=None, metavar="NAME", help="every LLM call's model, over the script's")
     ps.add_argument("--base-url", default=None, metavar="URL",
                     help="every LLM call's base URL, over the script's (e.g. a local OpenAI-compatible server with --provider custom)")
-    ps.add_argument("--max-llm-calls", type=int, default=None, metavar="N",
-                    help=f"requests sent to a model, retries included (default {default.max_llm_calls}; 0: no limit)")
-    ps.add_argument("--max-cost", type=float, default=None, metavar="USD",
-                    help=f"cost of the LLM calls in USD, from their token usage (default {default.max_cost:g}; 0: no limit)")
+    ps.add_argument("--llm-key-env", action="append", default=None, metavar="NAME",
+                    help="an environment variable a script's apiKey may name, beyond its provider's own "
+                         "(OPENAI_API_KEY, OPENROUTER_API_KEY, ANTHROPIC_API_KEY) (repeatable)")
+    ps.add_argument("--allow-base-url", action="append", default=None, metavar="URL",
+                    help="a baseUrl a script may choose, beyond its provider's own and this machine's (repeatable)")
 
 
 def add_other_commands(commands) -> None:
@@ -219,6 +231,7 @@ def add_other_commands(commands) -> None:
     replay.add_argument("--project", default=".", metavar="DIR", help="the project the run was in (default: .)")
     replay.add_argument("--yes", action="store_true", help="pre-approve every write")
     replay.add_argument("--timeout", type=seconds, default=None, metavar="S", help="wall-clock limit in seconds")
+    add_budget_options(replay.add_argument_group("budgets (as fdsl run's, never the recorded run's)"), PSOptions())
     ls = commands.add_parser("ls", help="list a directory of the sandbox (structured entries)")
     ls.add_argument("path", nargs="?", default="/", help="virtual directory (default /)")
     ls.add_argument("--json", action="store_true", help="print the entries as JSON with @type")

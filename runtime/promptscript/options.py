@@ -37,6 +37,8 @@ class PSOptions:
     provider: str | None = None  # --provider: every LLM call's provider, over the script's (None: the script's, else detected)
     model: str | None = None  # --model: every LLM call's model (over the script's)
     base_url: str | None = None  # --base-url: every LLM call's base URL (provider custom: an OpenAI-compatible server)
+    llm_key_env: tuple = ()  # --llm-key-env: environment variables a script's apiKey may name (beyond the provider's own)
+    allow_base_urls: tuple = ()  # --allow-base-url: base URLs a script may choose (beyond its provider's and loopback)
     max_llm_calls: int = 500  # --max-llm-calls: requests sent to a model, retries included (0: unlimited)
     max_cost: float = 10.0  # --max-cost: USD of the LLM calls' token usage (0: unlimited)
     record_llm: bool = False  # keep the LLM answers beside the run log, for `fdsl replay` (the CLI sets it)

@@ -82,7 +82,8 @@ class PSSession:
         self.log = options.run_log
         if self.log is None and options.project is not None:
             self.log = RunLog(Path(options.project), options.max_log_bytes)
-        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url))
+        self.llm = LLMLayer(self, CLIDefaults(options.provider, options.model, options.base_url,
+                                          tuple(options.llm_key_env), tuple(options.allow_base_urls)))
         self.actions: dict[str, Callable[[dict, dict], tuple]] = {
             "REPORT": partial(dialogue.report, self),
             "ASK_USER": partial(dialogue.ask_user, self),
@@ -295,6 +296,10 @@ class PSSession:
 
     def finish(self, result) -> None:
         self.llm.close()
+        if self.stopped is not None and result.exit_code == 0:  # a spent budget fails the run, whatever caught it
+            message = str(self.stopped)
+            result.exit_code, result.error_kind, result.error_message = 1, self.stopped.kind, message
+            result.error = f"{self.stopped.kind}: {message}"
         if self.log is None or self.log.closed:
             return
         fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls,

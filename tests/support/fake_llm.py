@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+ECHO_KEY = "<<the key received>>"  # in an answer: replaced by the request's key
 DONE = {"action": "REPORT", "args": {"message": "fake: done", "done": True}, "done": True}
 
 
@@ -25,6 +26,14 @@ class Fail:
 class Slow:
     seconds: float
     answer: object = None
+
+
+@dataclass
+class Raw:
+    """A 200 response of these bytes with these extra headers (e.g. Content-Encoding)."""
+
+    body: bytes
+    headers: dict
 
 
 class FakeLLM:
@@ -49,12 +58,18 @@ class FakeLLM:
                     item = DONE if item.answer is None else item.answer
                 if isinstance(item, Fail):
                     return self.send(item.status, item.body.encode())
+                if isinstance(item, Raw):
+                    return self.send(200, item.body, item.headers)
                 text = item if isinstance(item, str) else json.dumps(item)
+                key = self.headers.get("x-api-key") or (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                text = text.replace(ECHO_KEY, key)  # a server echoing the key it received
                 self.send(200, json.dumps(fake.reply(self.path, body.get("model", "?"), text)).encode())
 
-            def send(self, status: int, data: bytes):
+            def send(self, status: int, data: bytes, headers: dict | None = None):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 try:

@@ -58,11 +58,14 @@ assert set(CHECKS) == set(PS_LLM_OPTIONS)
 
 @dataclass(frozen=True)
 class CLIDefaults:
-    """--provider, --model, --base-url (None: not given)."""
+    """--provider, --model, --base-url (None: not given); --llm-key-env and --allow-base-url
+    (the operator's allowlists of key variables and of URLs a script may choose)."""
 
     provider: str | None = None
     model: str | None = None
     base_url: str | None = None
+    key_env: tuple = ()
+    allow_base_urls: tuple = ()
 
 
 @dataclass
@@ -134,38 +137,51 @@ def resolve(opts: dict, cli: CLIDefaults, secrets: Secrets, environ=None, need_k
     if provider == "custom" and base_url is None and need_key:
         raise LLMError("provider custom needs baseUrl (an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1), "
                        "in the options or with --base-url")
-    key = None if provider == "mock" or not need_key else _key(provider, opts.get("apiKey"), environ)
-    if key is not None and key != opts.get("apiKey"):
-        _check_destination(provider, base_url, cli, opts.get("apiKey") or KEY_VARIABLES.get(provider))
+    if provider != "mock" and need_key:
+        _check_destination(provider, base_url, cli)
+    key = None if provider == "mock" or not need_key else _key(provider, opts.get("apiKey"), environ, cli)
     secrets.add(key)
     return Resolved(provider, model, base_url, key, opts)
 
 
 def _loopback(url: str) -> bool:
+    """Exactly "localhost" or an IP literal in 127.0.0.0/8 or ::1 (not a name like 127.x.example)."""
+    import ipaddress
     from urllib.parse import urlsplit
 
     try:
         host = urlsplit(url).hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def _check_destination(provider: str, base_url: str | None, cli: CLIDefaults, variable: str) -> None:
-    """A key from the environment goes to its provider's own URL, a URL given on the command
-    line, or a server on this machine (loopback): never to a URL a script chose elsewhere,
-    which could collect it."""
-    if base_url is None or base_url == BASE_URLS.get(provider) or base_url == cli.base_url or _loopback(base_url):
+def _check_destination(provider: str, base_url: str | None, cli: CLIDefaults) -> None:
+    """A call goes to its provider's own URL, a server on this machine (loopback), or a URL the
+    operator gave (--base-url) or allowed (--allow-base-url): never to a URL a script chose
+    elsewhere, which could collect its key or the data it sends."""
+    if (base_url is None or base_url == BASE_URLS.get(provider) or base_url == cli.base_url
+            or base_url in cli.allow_base_urls or _loopback(base_url)):
         return
-    raise LLMError(f"the key in {variable} is sent only to {BASE_URLS.get(provider, 'a server on this machine')}, "
-                   f"a server on this machine, or a URL given with --base-url; baseUrl {base_url[:80]} "
-                   f"is none of these (pass it with --base-url to allow it, or give apiKey in the script)")
+    raise LLMError(f"LLM calls of provider {provider} go only to {BASE_URLS.get(provider, 'a server on this machine')}, "
+                   f"a server on this machine, or a URL the operator allowed; baseUrl {base_url[:80]} "
+                   f"is none of these (run with --allow-base-url {base_url[:80]} to allow it)")
 
 
-def _key(provider: str, given: str | None, environ) -> str | None:
+def _key(provider: str, given: str | None, environ, cli: CLIDefaults) -> str | None:
+    """The key: ``given`` itself, or the variable it names if the operator lets scripts read it
+    (the provider's own variable, any provider's for custom, whose URL is loopback or the
+    operator's, or one given with --llm-key-env)."""
+    own = KEY_VARIABLES.get(provider)
+    allowed = (*KEY_VARIABLES.values(), *cli.key_env) if provider == "custom" else (own, *cli.key_env)
+    if given is not None and ENV_NAME.fullmatch(given) and given not in allowed:
+        if given in environ:
+            raise LLMError(f"apiKey names the environment variable {given}, which a script may not read: "
+                           f"the operator allows it with --llm-key-env {given}")
+        return given  # an all-capitals key, not a variable's name
     if given is not None and not ENV_NAME.fullmatch(given):
         return given  # the key itself
-    variable = given or KEY_VARIABLES.get(provider)
+    variable = given or own
     if variable is None:  # custom without apiKey: a local server needs none
         return None
     value = environ.get(variable)

@@ -116,8 +116,19 @@ class LLMLayer:
                     ("user", prompts.user_message(prompt, memory=memory, files=files, context=cfg.get("context"),
                                                   state=state if kind == "agent" else {}))]
         value = self.ask(kind, cfg, messages, lambda text: self.check(kind, text, allowed, cfg, schema))
+        value = self.redacted(value)  # a server may echo the key back: it never reaches the worker or a memory
         if kind == "summarize" and memory is not None:
             self.memory.set_summary(memory["key"], value)
+        return value
+
+    def redacted(self, value):
+        """``value`` with the run's keys blanked out of every string in it (keys included)."""
+        if type(value) is str:
+            return self.secrets.redact(value)
+        if type(value) is dict:
+            return {self.redacted(k): self.redacted(v) for k, v in value.items()}
+        if type(value) is list:
+            return [self.redacted(v) for v in value]
         return value
 
     def check(self, kind: str, text: str, allowed: list, cfg: Resolved, schema):
@@ -138,7 +149,7 @@ class LLMLayer:
             try:
                 return check(text)
             except BadAnswer as exc:
-                problem = str(exc)
+                problem = self.secrets.redact(str(exc))
                 self.session.event("llm_invalid", kind=kind, attempt=attempt + 1, error=problem[:500])
                 messages = [*messages, ("assistant", text[:prompts.MAX_LAST_RESULT_CHARS]),
                             ("user", prompts.retry_message(problem))]
@@ -242,15 +253,21 @@ class LLMLayer:
 
     def account(self, kind: str, cfg: Resolved, messages: list, reply, started: float) -> None:
         usd, known = 0.0, True
+        tokens_in, tokens_out = reply.input_tokens, reply.output_tokens
         if cfg.provider != "mock":  # providers.py (httpx, genai-prices) stays unloaded for mock runs
-            from runtime.promptscript.llm.providers import price
+            from runtime.promptscript.llm.providers import fallback_price, price
 
-            usd, known = price(cfg.provider, cfg.model, reply.input_tokens, reply.output_tokens)
+            if tokens_in > 0 and tokens_out > 0:
+                usd, known = price(cfg.provider, cfg.model, tokens_in, tokens_out)
+            else:  # usage absent, zero or negative: estimated (4 characters a token), at the fallback price
+                tokens_in = tokens_in if tokens_in > 0 else max(1, sum(len(t) for _, t in messages) // 4)
+                tokens_out = tokens_out if tokens_out > 0 else max(1, len(reply.text) // 4)
+                usd, known = fallback_price(tokens_in, tokens_out), False
         self.cost += usd
-        self.tokens[0] += reply.input_tokens
-        self.tokens[1] += reply.output_tokens
-        self.log_call(kind, cfg, messages, started, ok=True, response=reply.text, tokens_in=reply.input_tokens,
-                      tokens_out=reply.output_tokens, cost=round(usd, 6), priced=known)
+        self.tokens[0] += tokens_in
+        self.tokens[1] += tokens_out
+        self.log_call(kind, cfg, messages, started, ok=True, response=reply.text, tokens_in=tokens_in,
+                      tokens_out=tokens_out, cost=round(usd, 6), priced=known)
         o = self.session.options
         if o.max_cost and self.cost > o.max_cost:
             self.session.stop(f"budget exceeded: --max-cost ${o.max_cost:g} (${self.cost:.4f} spent in {self.calls} LLM calls)")

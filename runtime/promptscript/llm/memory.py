@@ -74,7 +74,11 @@ class Memories:
         base = self.dir.parent
         if base.is_symlink() or self.dir.is_symlink():
             raise LLMError(f"{RUN_LOG_DIR}/{MEMORY_DIR} must be a real directory, not a symbolic link")
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LLMError(f"the memory {key} cannot be kept in {RUN_LOG_DIR}/{MEMORY_DIR} "
+                           f"({exc.strerror or type(exc).__name__})") from None
         return self.dir / f"{key}.json"
 
     def _read(self, path: Path, key: str) -> dict:
@@ -90,12 +94,12 @@ class Memories:
             data = f.read(MAX_MEMORY_BYTES * 4)
         try:
             stored = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             return empty(key)  # a damaged memory starts over; the next update replaces it whole
         memory = empty(key)
         for field, value in (stored.items() if type(stored) is dict else ()):
             if field in FIELDS and type(value) is type(memory[field]):
-                memory[field] = value
+                memory[field] = _items(value)
         return memory
 
     def update(self, key: str, change) -> dict:
@@ -164,6 +168,15 @@ class Memories:
         except Exception:  # noqa: BLE001 - unreadable now: no hash, the change is still noted
             return None
         return hashlib.sha256(str(value).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _items(value):
+    """A stored field with only the items of the types it holds (strings; file -> hash or null)."""
+    if type(value) is list:
+        return [item for item in value if type(item) is str]
+    if type(value) is dict:
+        return {k: v for k, v in value.items() if type(v) is str or v is None}
+    return value
 
 
 def _diff_line(action: str, values: dict) -> str:

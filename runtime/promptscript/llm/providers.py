@@ -24,7 +24,7 @@ PRICE_PROVIDERS = {"openai": "openai", "openrouter": "openrouter", "anthropic": 
 
 
 class ResponseTooLarge(Exception):
-    pass
+    """A response refused unread: over the size cap, or in an encoding not decoded here."""
 
 
 @dataclass
@@ -33,6 +33,24 @@ class Reply:
     input_tokens: int
     output_tokens: int
     model: str
+
+
+def decode_layers(data: bytes, header: str, limit: int) -> bytes:
+    """``data`` with every Content-Encoding layer undone (the last applied first), each held to
+    ``limit`` bytes: "identity, gzip" is a gzip body too. An unknown encoding is refused."""
+    layers = [name.strip().lower() for name in header.split(",")]
+    for name in reversed([n for n in layers if n not in ("", "identity")]):
+        if name not in ("gzip", "x-gzip", "deflate"):
+            raise ResponseTooLarge(f"the provider's response has Content-Encoding {name[:40]!r}, which is not "
+                                   "supported (gzip, deflate or identity only)")
+        inflater = zlib.decompressobj(47)  # gzip or zlib header
+        try:
+            data = inflater.decompress(data, limit + 1)
+        except zlib.error:
+            raise ResponseTooLarge(f"the provider's response is not valid {name} data") from None
+        if len(data) > limit:
+            raise ResponseTooLarge(f"the provider's response is over {limit} bytes once decompressed")
+    return data
 
 
 class BoundedTransport(httpx.AsyncBaseTransport):
@@ -54,12 +72,8 @@ class BoundedTransport(httpx.AsyncBaseTransport):
         finally:
             await response.aclose()
         data, headers = b"".join(chunks), httpx.Headers(response.headers)
-        encoding = headers.get("content-encoding", "identity").lower()
-        if encoding in ("gzip", "deflate"):
-            inflater = zlib.decompressobj(47)  # gzip or zlib header
-            data = inflater.decompress(data, self.limit + 1)
-            if len(data) > self.limit:
-                raise ResponseTooLarge(f"the provider's response is over {self.limit} bytes once decompressed")
+        if "content-encoding" in headers:  # repeated headers: httpx joins them with commas
+            data = decode_layers(data, headers["content-encoding"], self.limit)
             del headers["content-encoding"]
         return httpx.Response(response.status_code, headers=headers, content=data, request=request)
 
@@ -194,7 +208,11 @@ def price(provider: str, model: str, input_tokens: int, output_tokens: int) -> t
                           provider_id=PRICE_PROVIDERS.get(provider))
         return float(calc.total_price), True
     except LookupError:
-        return (input_tokens * FALLBACK_PRICE[0] + output_tokens * FALLBACK_PRICE[1]) / 1e6, False
+        return fallback_price(input_tokens, output_tokens), False
+
+
+def fallback_price(input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * FALLBACK_PRICE[0] + output_tokens * FALLBACK_PRICE[1]) / 1e6
 
 
 __all__ = ["Providers", "Reply", "LLMError", "classify", "price", "MAX_RESPONSE_BYTES"]

@@ -7,7 +7,6 @@ MAX_ANSWER_CHARS of text, JSON nested at most MAX_JSON_DEPTH deep. Each failure 
 from __future__ import annotations
 
 import json
-import re
 
 from wire.protocol import PS_ACTIONS, PS_PLAN_KEYS
 
@@ -15,7 +14,7 @@ MAX_ANSWER_CHARS = 512 << 10  # a plan may carry a file's content; the worker's 
 MAX_JSON_DEPTH = 32
 MAX_SUMMARY_CHARS = 6000  # ~1.5k tokens: the memory's bound (spec: 1-2k tokens)
 SCHEMA_TYPES = {"string": str, "number": (int, float), "boolean": bool, "array": list, "object": dict}
-FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```\s*$", re.S)
+FENCE = "```"
 
 
 class BadAnswer(Exception):
@@ -37,25 +36,48 @@ def _depth(value, limit: int) -> int:
     return deepest
 
 
+def _unfence(body: str) -> str:
+    """The text inside a ```lang ... ``` fence around all of ``body`` (stripped), else ``body``:
+    plain string operations, linear in the text (a regex here was quadratic on a hostile answer)."""
+    if len(body) < 2 * len(FENCE) or not (body.startswith(FENCE) and body.endswith(FENCE)):
+        return body
+    inner = body[len(FENCE):-len(FENCE)]
+    start = 0
+    while start < len(inner) and inner[start].isascii() and inner[start].isalpha():
+        start += 1  # the fence's language tag
+    return inner[start:].strip()
+
+
 def _loads(body: str):
     """The JSON of ``body``; else the one object it holds between prose (models often add some)."""
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_no_constant)
     except ValueError:
         start, end = body.find("{"), body.rfind("}")
         if start <= 0 or end <= start:
             raise
-        return json.loads(body[start:end + 1])
+        return json.loads(body[start:end + 1], parse_constant=_no_constant)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _unicode(value) -> None:
+    """Every string (keys too) encodes as UTF-8: a lone surrogate ("\\ud800") would break the
+    frame that carries the value to the worker."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadAnswer("the answer has a string that is not valid Unicode (a lone surrogate escape such as "
+                        "\\ud800); write text only") from None
 
 
 def parse_json(text: str):
     """The JSON value in a model's text (a ```json fence around it is allowed)."""
     if len(text) > MAX_ANSWER_CHARS:
         raise BadAnswer(f"the answer has {len(text)} characters, more than the {MAX_ANSWER_CHARS} allowed")
-    body = text.strip()
-    fenced = FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
+    body = _unfence(text.strip())
     try:
         value = _loads(body)
     except RecursionError:
@@ -64,6 +86,7 @@ def parse_json(text: str):
         raise BadAnswer(f"the answer is not valid JSON ({str(exc)[:120]}); answer with one JSON object only") from None
     if _depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise BadAnswer(f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep")
+    _unicode(value)
     return value
 
 

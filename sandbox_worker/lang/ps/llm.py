@@ -18,7 +18,7 @@ from .values import render, type_name
 CALL_OPTIONS = frozenset(protocol.PS_LLM_OPTIONS + protocol.PS_LLM_CALL_OPTIONS)
 AGENT_OPTIONS = CALL_OPTIONS | frozenset(protocol.PS_AGENT_OPTIONS)
 MAX_PROMPT_CHARS = 64 * 1024  # the broker's cap on a string argument of an op
-FED_BACK = ("RuntimeError", "SandboxError", "LimitError")  # a spent budget stays spent: the next call says so
+FED_BACK = ("RuntimeError", "SandboxError", "LimitError")  # an action's own limit; a spent budget ends the run
 MAX_FEEDBACK_CHARS = 8000
 WRITES = ("WRITE_FILE", "PATCH_FILE")
 
@@ -65,6 +65,16 @@ class LLMBuiltins:
         if type(reply.get("cost")) in (int, float):
             self.rt.cost = reply["cost"]
         return reply.get("value")
+
+    def stop_if_spent(self) -> None:
+        """A LimitError of an apply is the run's spent budget if the broker says the run is
+        stopped (ps.steps answers its budget error): then it ends the run, never fed back."""
+        try:
+            self.rt.call("ps.steps", count=self.rt.steps)
+        except ScriptFailure as exc:
+            if exc.kind == "LimitError":
+                raise BudgetExceeded(exc.message) from None
+            raise
 
     def LLMClient(self, *args):
         if len(args) != 1:
@@ -162,6 +172,8 @@ class AgentLoop:
             except ScriptFailure as exc:
                 if exc.kind not in FED_BACK:
                     raise
+                if exc.kind == "LimitError":
+                    self.llm.stop_if_spent()
                 last = f"error: {exc.message}"[:MAX_FEEDBACK_CHARS] + warning
                 continue
             self.wrote = self.wrote or action in WRITES

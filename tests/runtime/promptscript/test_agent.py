@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from runtime.api import run_script
 from tests.support.fake_llm import DONE
 
@@ -48,7 +50,7 @@ def test_each_budget_stops_the_loop(tmp_path, fake_llm):
     assert "budget exceeded: --max-tool-calls 4" in result.error
     result = ps(agent([READ]), tmp_path, max_time_ms=1500, max_llm_calls=0)
     assert "budget exceeded: --max-time 1500 ms" in result.error
-    fake_llm.usage = (1_000_000, 0)  # gpt-4o-mini: $0.15 a call
+    fake_llm.usage = (1_000_000, 1)  # gpt-4o-mini: $0.15 a call (a zero usage is estimated instead)
     fake_llm.answer(READ, READ, READ)
     result = ps(f'run_agent({{ provider: "custom", baseUrl: "{fake_llm.url}", model: "gpt-4o-mini" }}, "t")\n',
                 tmp_path, max_cost=0.2)
@@ -56,6 +58,33 @@ def test_each_budget_stops_the_loop(tmp_path, fake_llm):
     result = ps('retry 3:\n  ' + agent([READ]).replace("\n", "\n  ", 1), tmp_path, max_llm_calls=2)
     assert "--max-llm-calls 2" in result.error  # retry never swallows a budget
 
+
+
+def test_a_budget_spent_in_an_agents_apply_ends_the_run(tmp_path):
+    """The apply's LimitError was fed back to the model as an action's error and the script
+    went on, exiting 0: a spent budget ends the run with its own error."""
+    source = ('apply("READ_FILE", { path: "in.txt" })\n'
+              + agent([READ], ", max_iterations: 1") + 'log("after")\n')
+    result = ps(source, tmp_path, max_tool_calls=1)
+    assert result.exit_code == 1 and result.error_kind == "LimitError", (result.output, result.error)
+    assert "budget exceeded: --max-tool-calls 1" in result.error and "after" not in result.output
+    # with budget to spare, the loop and the script go on
+    result = ps(agent([READ], ", max_iterations: 1") + 'log("after")\n', tmp_path, max_tool_calls=5)
+    assert result.exit_code == 0 and result.output.endswith("[ps] after\n"), result.error
+
+
+def test_a_spent_budget_fails_the_run_even_if_the_script_ended_well(tmp_path):
+    from runtime.api import RunResult
+    from runtime.errors import LimitError
+    from runtime.promptscript.options import PSOptions
+    from runtime.promptscript.session import PSSession
+
+    session = PSSession(PSOptions())
+    session.stopped = LimitError("budget exceeded: --max-tool-calls 1")
+    result = RunResult(exit_code=0, output="")
+    session.finish(result)
+    assert result.exit_code == 1 and result.error_kind == "LimitError"
+    assert result.error == "LimitError: budget exceeded: --max-tool-calls 1"
 
 def test_loop_detection_warns_or_halts(tmp_path):
     result = ps(agent([READ, READ, READ, DONE]), tmp_path)
@@ -138,3 +167,29 @@ def test_a_short_cycle_is_a_loop_too(tmp_path):
 def test_a_prompt_over_the_op_limit_is_a_clear_error(tmp_path):
     result = ps('run_agent({ provider: "mock" }, "x" * 70000)\n', tmp_path)
     assert "run_agent(): the prompt has 70000 characters, more than 65536" in result.error
+
+
+def test_a_bad_or_unwritable_memory_is_an_llm_error_never_an_internal_one(tmp_path):
+    """Items of the wrong type in a memory file (a number in recentDiffSummary), a file nested
+    too deep, or a memory directory that cannot be made gave an InternalError."""
+    from types import SimpleNamespace
+
+    from runtime.promptscript.llm.config import LLMError
+    from runtime.promptscript.llm.memory import Memories
+
+    memories = Memories(SimpleNamespace(options=SimpleNamespace(project=tmp_path)))
+    (tmp_path / ".ps-runs" / "memory").mkdir(parents=True)
+    path = tmp_path / ".ps-runs" / "memory" / "k.json"
+    path.write_text(json.dumps({"summary": "s", "recentDiffSummary": [1, "kept", None], "openIssues": [{"a": 1}],
+                                "filesTouched": {"a.txt": 5, "b.txt": "abc", "c.txt": None}}))
+    memory = memories.load("k", "goal")
+    assert memory["recentDiffSummary"] == ["kept"] and memory["openIssues"] == []
+    assert memory["filesTouched"] == {"b.txt": "abc", "c.txt": None} and memory["summary"] == "s"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert memories.load("k", "goal")["summary"] == ""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / ".ps-runs").write_text("a file where the directory should be")
+    other = Memories(SimpleNamespace(options=SimpleNamespace(project=blocked)))
+    with pytest.raises(LLMError, match="cannot be kept in .ps-runs/memory"):
+        other.load("k", "goal")

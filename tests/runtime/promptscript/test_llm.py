@@ -9,7 +9,7 @@ import json
 import pytest
 
 from runtime.api import run_script
-from tests.support.fake_llm import DONE, Fail, Slow
+from tests.support.fake_llm import DONE, ECHO_KEY, Fail, Raw, Slow
 
 KEY = "sk-test-0123456789abcdef-SECRET"
 
@@ -87,7 +87,7 @@ def test_anthropic_format_and_the_key_never_leaves_the_broker(tmp_path, fake_llm
     monkeypatch.setenv("MY_ANTHROPIC", KEY)
     fake_llm.answer({"answer": True}, Fail(401, json.dumps({"error": {"message": "bad key " + KEY}})))
     opts = f'{{ provider: "anthropic", baseUrl: "{fake_llm.anthropic_url}", apiKey: "MY_ANTHROPIC", maxRetries: 0 }}'
-    result = ps(f'log(judge("fine?", {opts}))\nlog(judge("again?", {opts}))\n', tmp_path)
+    result = ps(f'log(judge("fine?", {opts}))\nlog(judge("again?", {opts}))\n', tmp_path, llm_key_env=("MY_ANTHROPIC",))
     assert result.exit_code == 1 and result.output == "[ps] true\n"
     assert "HTTP 401 (the API key was refused: check it)" in result.error and "line 2" in result.error
     assert fake_llm.requests[0]["path"] == "/v1/messages"
@@ -254,18 +254,51 @@ def test_verbose_traces_each_llm_call(tmp_path, fake_llm):
     assert err.getvalue().startswith("[ps] llm #1 plan custom gpt-4o-mini -> ok (100+20 tokens, $")
 
 
-def test_a_key_from_the_environment_never_goes_to_a_url_the_script_chose(tmp_path, monkeypatch):
+def test_a_call_never_goes_to_a_url_the_script_chose(tmp_path, monkeypatch):
+    # Rewritten on purpose: every call (not only one with a key from the environment) is held
+    # to its provider's URL, loopback, or a URL the operator gave or allowed.
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     result = ps('plan("x", { provider: "openai", baseUrl: "https://collector.example/v1" })\n', tmp_path)
-    assert result.exit_code == 1 and "the key in OPENAI_API_KEY is sent only to https://api.openai.com/v1" in result.error
-    assert "--base-url" in result.error and KEY not in result.error
-    result = ps('plan("x", { provider: "custom", apiKey: "OPENAI_API_KEY", baseUrl: "http://10.0.0.9/v1" })\n', tmp_path)
-    assert "the key in OPENAI_API_KEY is sent only to" in result.error
-    from runtime.promptscript.llm.config import CLIDefaults, Secrets, resolve
+    assert result.exit_code == 1 and "go only to https://api.openai.com/v1" in result.error
+    assert "--allow-base-url https://collector.example/v1" in result.error and KEY not in result.error
+    result = ps('plan("x", { provider: "custom", apiKey: "literal-key", baseUrl: "http://10.0.0.9/v1" })\n', tmp_path)
+    assert result.exit_code == 1 and "--allow-base-url http://10.0.0.9/v1" in result.error
+    from runtime.promptscript.llm.config import CLIDefaults, LLMError, Secrets, resolve
 
-    # the operator's --base-url is trusted (checked without a request: no test reaches the network)
-    cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), {"OPENAI_API_KEY": KEY})
+    env = {"OPENAI_API_KEY": KEY}
+    # the operator's --base-url and --allow-base-url are trusted (checked without a request: no test reaches the network)
+    cfg = resolve({"provider": "openai"}, CLIDefaults(base_url="https://h.example/v1"), Secrets(), env)
     assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
+    cfg = resolve({"provider": "openai", "baseUrl": "https://h.example/v1"},
+                  CLIDefaults(allow_base_urls=("https://h.example/v1",)), Secrets(), env)
+    assert cfg.base_url == "https://h.example/v1" and cfg.api_key == KEY
+    for url in ("https://127.attacker.example/v1", "http://127.0.0.1.nip.io/v1", "http://localhost.example/v1"):
+        with pytest.raises(LLMError, match="--allow-base-url"):
+            resolve({"provider": "openai", "baseUrl": url}, CLIDefaults(), Secrets(), env)
+    for url in ("http://127.0.0.1:8/v1", "http://127.9.9.9/v1", "http://[::1]:8/v1", "http://localhost:8/v1"):
+        assert resolve({"provider": "openai", "baseUrl": url}, CLIDefaults(), Secrets(), env).api_key == KEY
+
+
+def test_api_key_names_only_the_providers_own_variable_or_one_the_operator_allowed(tmp_path, monkeypatch):
+    from runtime.promptscript.llm.config import CLIDefaults, LLMError, Secrets, resolve
+
+    env = {"OPENAI_API_KEY": KEY, "GITHUB_TOKEN": "ghp-SECRET-TOKEN", "AWS_SECRET_ACCESS_KEY": "aws-SECRET"}
+    for name in ("GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):
+        with pytest.raises(LLMError, match=f"--llm-key-env {name}") as info:
+            resolve({"provider": "openai", "apiKey": name}, CLIDefaults(), Secrets(), env)
+        assert env[name] not in str(info.value)
+    with pytest.raises(LLMError, match="--llm-key-env OPENAI_API_KEY"):  # another provider's variable
+        resolve({"provider": "anthropic", "apiKey": "OPENAI_API_KEY"}, CLIDefaults(), Secrets(), env)
+    cfg = resolve({"provider": "openai", "apiKey": "GITHUB_TOKEN"}, CLIDefaults(key_env=("GITHUB_TOKEN",)), Secrets(), env)
+    assert cfg.api_key == "ghp-SECRET-TOKEN"
+    assert resolve({"provider": "openai", "apiKey": "OPENAI_API_KEY"}, CLIDefaults(), Secrets(), env).api_key == KEY
+    # an all-capitals key naming no variable is the key itself, redacted like any key
+    secrets = Secrets()
+    assert resolve({"provider": "openai", "apiKey": "ABCD1234KEY"}, CLIDefaults(), secrets, env).api_key == "ABCD1234KEY"
+    assert secrets.redact("x ABCD1234KEY") == "x [redacted]"
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-SECRET-TOKEN")
+    result = ps('plan("x", { provider: "openai", apiKey: "GITHUB_TOKEN" })\n', tmp_path)
+    assert result.exit_code == 1 and "--llm-key-env GITHUB_TOKEN" in result.error
 
 
 def test_context_files_are_read_through_the_policy_and_guards_see_the_counters(tmp_path, fake_llm):
@@ -287,3 +320,163 @@ def test_an_object_between_prose_is_taken(tmp_path, fake_llm):
     fake_llm.answer('Sure! Here is the plan:\n{"action": "REPORT", "args": {"message": "m"}, "done": true}\nHope it helps.')
     result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
     assert result.output == "[ps] m\n", result.error
+
+
+def test_the_fence_check_is_linear_on_a_hostile_answer():
+    """``` + 500 KB of spaces + x made the fence regex quadratic (20 KB: 3.9 s of the broker's
+    CPU); checked in a child so that a regression fails on its timeout instead of hanging."""
+    import subprocess
+    import sys
+
+    from runtime.promptscript.llm.schema import parse_json
+
+    code = ("from runtime.promptscript.llm.schema import BadAnswer, parse_json\n"
+            "try:\n    parse_json('```' + ' ' * 500_000 + 'x')\nexcept BadAnswer:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=10)
+    assert done.stdout == "refused\n", done.stderr
+    assert parse_json('```json\n{"a": [1, "```"]}\n```') == {"a": [1, "```"]}
+    assert parse_json('  ```\n{"b": 2}```  ') == {"b": 2} and parse_json('```JSON {"c": 3}\n```') == {"c": 3}
+    assert parse_json('{"d": "```x```"}') == {"d": "```x```"}
+
+
+def test_every_content_encoding_layer_is_decoded_under_the_cap(tmp_path, fake_llm):
+    """Only an exact "gzip" was decoded under the 2 MiB cap: "identity, gzip" went to httpx's
+    own decoder, unbounded (a gzip bomb of 300 MB took the broker's memory)."""
+    import gzip
+
+    def completion(text: str) -> bytes:
+        return json.dumps(fake_llm.reply("/v1/chat/completions", "gpt-4o-mini", text)).encode()
+
+    bomb = gzip.compress(completion(" " * (20 << 20)), 9)
+    fake_llm.answer(Raw(bomb, {"Content-Encoding": "identity, gzip"}))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
+    assert result.exit_code == 1 and "over 2097152 bytes once decompressed" in result.error, result.error
+    fake_llm.answer(Raw(b"xx", {"Content-Encoding": "br"}))
+    result = ps(f'plan("x", {custom(fake_llm, maxRetries=0)})\n', tmp_path)
+    assert result.exit_code == 1 and "Content-Encoding 'br', which is not supported" in result.error, result.error
+    twice = gzip.compress(gzip.compress(completion(json.dumps(DONE))))
+    fake_llm.answer(Raw(twice, {"Content-Encoding": "gzip, identity, gzip"}))
+    result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
+    assert result.output == "[ps] fake: done\n", result.error
+
+
+def _replay(tmp_path, monkeypatch, capsys, options=None, answers="", flags=(), events=None):
+    """`fdsl replay r1` of a hand-made run directory, in this process; the run it would start is
+    captured, not run: (exit code, the options it would run with, stderr)."""
+    import runtime.cli as cli
+    from runtime.api import RunResult
+
+    run = tmp_path / ".ps-runs" / "r1"
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "script.ps").write_text('log("hi")\n')
+    start = json.dumps({"event": "start", "options": options or {}}) if events is None else events
+    (run / "events.jsonl").write_text(start + "\n")
+    if answers is not None:
+        (run / "llm.jsonl").write_text(answers)
+    seen = {}
+    monkeypatch.setattr(cli, "run_script", lambda *a, **kw: seen.update(kw["options"]) or RunResult(0, ""))
+    code = cli.main(["replay", "r1", "--project", str(tmp_path), *flags])
+    return code, seen, capsys.readouterr().err
+
+
+def test_replay_takes_budgets_and_commands_from_its_command_line(tmp_path, monkeypatch, capsys):
+    crafted = {"allow_commands": ["sh"], "max_steps": 0, "max_time_ms": 0, "max_llm_calls": 0, "max_cost": 0,
+               "max_tool_calls": 0, "model": "m1", "provider": "openai"}
+    code, seen, err = _replay(tmp_path, monkeypatch, capsys, crafted)
+    assert code == 0, err
+    assert seen["allow_commands"] == () and seen["max_steps"] == 50_000 and seen["max_time_ms"] == 600_000
+    assert seen["max_llm_calls"] == 500 and seen["max_cost"] == 10.0 and seen["model"] == "m1"
+    code, seen, err = _replay(tmp_path, monkeypatch, capsys, crafted, flags=("--allow-command", "git", "--max-steps", "7"))
+    assert code == 0 and seen["allow_commands"] == ("git",) and seen["max_steps"] == 7
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, {"model": ["x"]})
+    assert code == 2 and "option model must be a string or null" in err
+
+
+def test_replay_refuses_a_damaged_or_hostile_run_directory(tmp_path, monkeypatch, capsys):
+    deep = "[" * 100_000 + "]" * 100_000
+    for answers, says in ((deep + "\n", "llm.jsonl line 1 is not valid JSON"),
+                          ('{"ok": true, "text": "t", "tokens_in": NaN, "tokens_out": 1, "model": "m"}\n', "not valid JSON"),
+                          ('{"ok": true, "text": 5, "tokens_in": 1, "tokens_out": 1, "model": "m"}\n', "line 1 is not a recorded"),
+                          ('{"ok": true, "text": "t", "tokens_in": -1, "tokens_out": 1, "model": "m"}\n', "not a recorded"),
+                          ('{"ok": false, "what": "x", "retryable": "yes"}\n', "not a recorded answer"),
+                          ('[1]\n', "not a recorded answer")):
+        code, seen, err = _replay(tmp_path, monkeypatch, capsys, None, answers)
+        assert code == 2 and says in err and "Traceback" not in err and not seen, (answers[:40], err)
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, events=deep)
+    assert code == 2 and "events.jsonl's first line is not valid JSON" in err
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, events="[1]")
+    assert code == 2 and "does not start with its options" in err
+    run = tmp_path / ".ps-runs" / "r1"
+    (run / "llm.jsonl").unlink()
+    (tmp_path / "elsewhere.jsonl").write_text('{"ok": false, "what": "x", "retryable": false}\n')
+    (run / "llm.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, answers=None)
+    assert code == 2 and "cannot open r1/llm.jsonl" in err
+    (run / "llm.jsonl").unlink()
+    with open(run / "llm.jsonl", "wb") as f:
+        f.truncate((64 << 20) + 1)  # sparse: no disk used
+    code, _, err = _replay(tmp_path, monkeypatch, capsys, answers=None)
+    assert code == 2 and "r1/llm.jsonl is over 67108864 bytes" in err
+
+
+def test_a_key_echoed_back_by_the_server_is_redacted_everywhere(tmp_path, fake_llm, monkeypatch):
+    """The reply's value, llm_invalid events and memory summaries carried a key the server sent
+    back in a 200 answer into the worker, the output, the project's files and the run log."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    fake_llm.answer({"action": "REPORT", "args": {"message": "k=" + ECHO_KEY, ECHO_KEY: [ECHO_KEY]}, "done": True},
+                    {"action": ECHO_KEY, "args": {}, "done": True}, DONE, {"summary": "sum " + ECHO_KEY})
+    opts = f'provider: "openai", baseUrl: "{fake_llm.url}"'
+    result = ps(f'''
+p = plan("x", {{ {opts} }})
+log(p.args)
+apply("WRITE_FILE", {{ path: "leak.txt", content: p.args.message }})
+plan("y", {{ {opts} }})
+log(summarize("s", {{ {opts}, memory_key: "m1" }}))
+''', tmp_path, write_approval=False)
+    assert result.exit_code == 0, result.error
+    assert '[ps] {message: "k=[redacted]", "[redacted]": ["[redacted]"]}' in result.output
+    assert "[ps] sum [redacted]" in result.output
+    assert "Bearer " + KEY in fake_llm.requests[0]["headers"].values()  # so the server did echo it
+    assert (tmp_path / "leak.txt").read_text() == "k=[redacted]"
+    invalid = [e for e in events(tmp_path) if e["event"] == "llm_invalid"]
+    assert invalid and "[redacted]" in invalid[0]["error"]
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text(errors="replace"), path
+    assert KEY not in result.output
+
+
+def test_lone_surrogates_and_non_finite_numbers_are_bad_answers(tmp_path, fake_llm):
+    """A lone surrogate in an answer killed the run ("undecodable frame"); NaN and Infinity
+    were taken as numbers. Both are now bad answers, sent back to the model."""
+    from runtime.promptscript.llm.schema import BadAnswer, parse_json
+
+    for text in ('{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', 'x {"a": NaN} y'):
+        with pytest.raises(BadAnswer, match="not valid JSON"):
+            parse_json(text)
+    with pytest.raises(BadAnswer, match="lone surrogate"):
+        parse_json('{"a\\udc80": "b"}')
+    fake_llm.answer('{"action": "REPORT", "args": {"message": "a\\ud800b"}, "done": true}',
+                    '{"action": "REPORT", "args": {"message": "m"}, "done": true, "confidence": NaN}', DONE)
+    result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=2)}).args.message)\nlog("after")\n', tmp_path)
+    assert result.exit_code == 0 and result.output == "[ps] fake: done\n[ps] after\n", result.error
+    invalid = [e["error"] for e in events(tmp_path) if e["event"] == "llm_invalid"]
+    assert "lone surrogate" in invalid[0] and "NaN is not a JSON number" in invalid[1]
+    assert "lone surrogate" in fake_llm.texts(1)  # told to the model
+
+
+def test_max_cost_holds_when_usage_is_missing_or_negative(tmp_path, fake_llm, monkeypatch):
+    """Negative usage lowered the cost and a missing one cost nothing: --max-cost never stopped
+    the run. Such calls are now estimated at 4 characters a token, at the fallback price."""
+    loop = f'for i in range(50):\n  plan("x", {custom(fake_llm)})\n'
+    fake_llm.usage = (-10_000_000, -1_000_000)
+    result = ps(loop, tmp_path, max_cost=0.01)
+    assert result.exit_code == 1 and "budget exceeded: --max-cost $0.01" in result.error, result.error
+    calls = [e for e in events(tmp_path) if e["event"] == "llm_call"]
+    assert calls[0]["priced"] is False and calls[0]["tokens_in"] > 0 and calls[0]["cost"] > 0 and len(calls) < 50
+    reply = fake_llm.reply
+    monkeypatch.setattr(fake_llm, "reply", lambda *a: {k: v for k, v in reply(*a).items() if k != "usage"})
+    other = tmp_path / "other"
+    other.mkdir()
+    result = ps(loop, other, max_cost=0.01)
+    assert result.exit_code == 1 and "budget exceeded: --max-cost $0.01" in result.error, result.error
