@@ -305,8 +305,15 @@ class LLMLayer:
             raise LLMError("context_files must be an array of at most 20 project paths")
         s = self.session
         out = []
-        for path in paths:  # read through the policy in force, like a READ_FILE (not counted as one)
-            value, _ = s.dispatch("READ_FILE", {"path": path}, s.policies.current)
+        for path in paths:  # a READ_FILE: the policy in force, --max-tool-calls, the run log
+            values = {"path": path}
+            s.admit("READ_FILE", values)
+            try:
+                value, _ = s.dispatch("READ_FILE", values, s.policies.current)
+            except ScriptError as exc:
+                s.log_action("READ_FILE", values, False, error=str(exc))
+                raise
+            s.log_action("READ_FILE", values, True, value=value, context_file=True)
             out.append((path, value if isinstance(value, str) else json.dumps(value)[:prompts.MAX_CONTEXT_FILE_CHARS]))
         return out
 

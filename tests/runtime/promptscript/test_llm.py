@@ -316,6 +316,22 @@ with policy {{ allowRead: ["notes.md"] }}:
     assert len(fake_llm.requests) == 1  # refused before any request
 
 
+def test_context_files_count_as_reads_against_the_tool_call_budget_and_are_logged(tmp_path, fake_llm):
+    for name in ("a.md", "b.md"):
+        (tmp_path / name).write_text(name)
+    fake_llm.answer({"answer": True})
+    result = ps(f'judge("ok?", {custom(fake_llm, context_files=["a.md"])})\n', tmp_path)
+    assert result.ok, result.error
+    reads = [e for e in events(tmp_path) if e.get("event") == "action" and e.get("action") == "READ_FILE"]
+    assert [(e["args"]["path"], e["ok"], e.get("context_file")) for e in reads] == [("a.md", True, True)]
+    import shutil
+
+    shutil.rmtree(tmp_path / ".ps-runs")
+    result = ps(f'judge("ok?", {custom(fake_llm, context_files=["a.md", "b.md"])})\n', tmp_path, max_tool_calls=1)
+    assert result.exit_code == 1 and "budget exceeded: --max-tool-calls 1" in result.error
+    assert len(fake_llm.requests) == 1  # the second run stopped before its request
+
+
 def test_an_object_between_prose_is_taken(tmp_path, fake_llm):
     fake_llm.answer('Sure! Here is the plan:\n{"action": "REPORT", "args": {"message": "m"}, "done": true}\nHope it helps.')
     result = ps(f'log(plan("x", {custom(fake_llm, maxRetries=0)}).args.message)\n', tmp_path)
