@@ -45,7 +45,9 @@ def _failure(exc: BaseException) -> dict:
     return {"t": "err", "msg": _reason(exc)}
 
 
-def extract(pymupdf, data: bytes, max_pages: int, max_text_bytes: int) -> dict:
+def _opened(pymupdf, data: bytes, max_pages: int, answer) -> dict:
+    """`answer(pdf)`'s reply for the PDF `data`, once it has opened, is not encrypted and is
+    within the page limit; any failure as the document's error reply."""
     try:
         pdf = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # noqa: BLE001 - any parser failure is the document's
@@ -57,6 +59,21 @@ def extract(pymupdf, data: bytes, max_pages: int, max_text_bytes: int) -> dict:
         if count > max_pages:
             return {"t": "err", "msg": f"it has {count} pages, over the limit of {max_pages} pages per PDF (--max-pdf-pages)",
                     "limit": True}
+        return answer(pdf)
+    except Exception as exc:  # noqa: BLE001
+        return _failure(exc)
+    finally:
+        pdf.close()
+
+
+def _outline(pdf) -> dict:
+    outline = [[int(level), str(title).strip()[:MAX_TITLE_CHARS], int(number)]
+               for level, title, number, *_ in pdf.get_toc(simple=True)[:MAX_OUTLINE_ENTRIES]]
+    return {"t": "ok", "outline": outline, "repaired": bool(getattr(pdf, "is_repaired", False))}
+
+
+def extract(pymupdf, data: bytes, max_pages: int, max_text_bytes: int) -> dict:
+    def pages_and_outline(pdf) -> dict:
         pages, used = [], 0
         for page in pdf:
             text = page.get_text()
@@ -65,35 +82,14 @@ def extract(pymupdf, data: bytes, max_pages: int, max_text_bytes: int) -> dict:
                 return {"t": "err", "limit": True,
                         "msg": f"its text passes the limit of {max_text_bytes} bytes per document (at page {page.number + 1})"}
             pages.append(text)
-        outline = [[int(level), str(title).strip()[:MAX_TITLE_CHARS], int(number)]
-                   for level, title, number, *_ in pdf.get_toc(simple=True)[:MAX_OUTLINE_ENTRIES]]
-        return {"t": "ok", "pages": pages, "outline": outline, "repaired": bool(getattr(pdf, "is_repaired", False))}
-    except Exception as exc:  # noqa: BLE001
-        return _failure(exc)
-    finally:
-        pdf.close()
+        return {**_outline(pdf), "pages": pages}
+
+    return _opened(pymupdf, data, max_pages, pages_and_outline)
 
 
 def outline_of(pymupdf, data: bytes, max_pages: int) -> dict:
-    """The outline and page count alone (table()): no page's text is extracted."""
-    try:
-        pdf = pymupdf.open(stream=data, filetype="pdf")
-    except Exception as exc:  # noqa: BLE001 - any parser failure is the document's
-        return _failure(exc)
-    try:
-        if pdf.needs_pass or pdf.is_encrypted:
-            return {"t": "err", "msg": "it is encrypted (password protected)"}
-        count = pdf.page_count
-        if count > max_pages:
-            return {"t": "err", "msg": f"it has {count} pages, over the limit of {max_pages} pages per PDF (--max-pdf-pages)",
-                    "limit": True}
-        outline = [[int(level), str(title).strip()[:MAX_TITLE_CHARS], int(number)]
-                   for level, title, number, *_ in pdf.get_toc(simple=True)[:MAX_OUTLINE_ENTRIES]]
-        return {"t": "ok", "outline": outline, "page_count": count, "repaired": bool(getattr(pdf, "is_repaired", False))}
-    except Exception as exc:  # noqa: BLE001
-        return _failure(exc)
-    finally:
-        pdf.close()
+    """The outline alone (table()): no page's text is extracted."""
+    return _opened(pymupdf, data, max_pages, _outline)
 
 
 def warm_up(pymupdf) -> None:

@@ -336,13 +336,17 @@ class DocumentStore:
         doc = self.cached(res.real, res.vpath, st)
         if doc is not None:
             return doc
+        data, fst = self._read(vfs, res, st)
+        return self.parse(res.vpath, res.real, data, fst)
+
+    def _read(self, vfs: VirtualFS, res: Resolved, st: os.stat_result) -> tuple[bytes, os.stat_result]:
+        """A resolved file's bytes (and their stat), under the size limit per document."""
         if st.st_size > self.max_bytes:
             raise self.too_big(res.vpath, st.st_size)
         try:
-            data, fst = vfs.read_bytes(res, self.max_bytes)
+            return vfs.read_bytes(res, self.max_bytes)
         except OverflowError as exc:
             raise self.too_big(res.vpath, int(exc.args[0])) from None
-        return self.parse(res.vpath, res.real, data, fst)
 
     def pdf_outline(self, vfs: VirtualFS, res: Resolved, st: os.stat_result) -> list[TocEntry]:
         """A PDF's outline ([] when it has none) without extracting its pages' text: from the
@@ -355,13 +359,8 @@ class DocumentStore:
         kept = self._outlines.get(res.real)
         if kept is not None and kept[0] == key:
             return list(kept[1])
-        if st.st_size > self.max_bytes:
-            raise self.too_big(res.vpath, st.st_size)
-        try:
-            data, fst = vfs.read_bytes(res, self.max_bytes)
-        except OverflowError as exc:
-            raise self.too_big(res.vpath, int(exc.args[0])) from None
-        outline, _count, repaired = self.extractor.outline(res.vpath, data, self.deadline)
+        data, fst = self._read(vfs, res, st)
+        outline, repaired = self.extractor.outline(res.vpath, data, self.deadline)
         if repaired:
             self._note_damaged(res.vpath)
         if len(self._outlines) >= MAX_OUTLINES_KEPT:

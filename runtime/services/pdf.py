@@ -159,12 +159,10 @@ class PdfExtractor:
         reply = self._ask(vpath, data, deadline, {})
         return reply["pages"] or [""], [tuple(entry) for entry in reply["outline"]], bool(reply.get("repaired"))
 
-    def outline(self, vpath: str, data: bytes, deadline: float | None) -> tuple[list, int, bool]:
-        """(outline [(level, title, page)], page count, repaired) of the PDF `data`, no page's
-        text extracted."""
+    def outline(self, vpath: str, data: bytes, deadline: float | None) -> tuple[list, bool]:
+        """(outline [(level, title, page)], repaired) of the PDF `data`, no page's text extracted."""
         reply = self._ask(vpath, data, deadline, {"only": "outline"})
-        count = reply.get("page_count")
-        return [tuple(entry) for entry in reply["outline"]], count if type(count) is int else 0, bool(reply.get("repaired"))
+        return [tuple(entry) for entry in reply["outline"]], bool(reply.get("repaired"))
 
     def _ask(self, vpath: str, data: bytes, deadline: float | None, extra: dict) -> dict:
         """The extractor's "ok" reply to one PDF; its failure as the document's error."""
