@@ -40,19 +40,37 @@ MAX_POOL = 16
 
 class WorkerPool:
     """Workers started ahead, each used once. `take()` returns one that is still alive (or a
-    new one when none is) and starts its replacement."""
+    new one when none is). `wanted.set()` once the run is over has a background thread start its
+    replacement, off the run's path and not competing with it for the GIL."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.lock = threading.Lock()
         self.ready: list = []
         self.closed = False
+        self.wanted = threading.Event()
         self.refill()
+        self.filler = threading.Thread(target=self._fill, name="fdsl-worker-pool", daemon=True)
+        self.filler.start()
 
     def refill(self) -> None:
-        with self.lock:
-            while not self.closed and len(self.ready) < self.size:
-                self.ready.append(start_worker(preload=True))
+        while True:
+            with self.lock:
+                if self.closed or len(self.ready) >= self.size:
+                    return
+            proc = start_worker(preload=True)  # outside the lock: take() never waits for a start
+            with self.lock:
+                if not self.closed:
+                    self.ready.append(proc)
+                    continue
+            _discard(proc)
+            return
+
+    def _fill(self) -> None:
+        while not self.closed:
+            self.wanted.wait()
+            self.wanted.clear()
+            self.refill()
 
     def take(self):
         proc = None
@@ -63,13 +81,15 @@ class WorkerPool:
                     proc = candidate
                     break
                 _discard(candidate)  # died while waiting (killed from outside): never used
-        self.refill()
         return proc if proc is not None else start_worker(preload=True)
 
     def close(self) -> None:
         with self.lock:
             self.closed = True
             waiting, self.ready = self.ready, []
+        self.wanted.set()
+        if self.filler is not threading.current_thread():
+            self.filler.join()
         for proc in waiting:
             _discard(proc)
 
@@ -119,9 +139,13 @@ class Session:
         if lang not in LANGUAGE_RUNS:
             return _usage(RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}"), 0.0)
         options = self.options if lang == "ps" else {}
-        return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
-                       approve=self.approve, options=options, on_output=on_output, sandbox_of=lambda: self.sandbox,
-                       shared=self.shared, take_worker=self.pool.take if self.pool is not None else None)
+        try:
+            return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
+                           approve=self.approve, options=options, on_output=on_output, sandbox_of=lambda: self.sandbox,
+                           shared=self.shared, take_worker=self.pool.take if self.pool is not None else None)
+        finally:
+            if self.pool is not None:
+                self.pool.wanted.set()
 
     def close(self) -> None:
         """End the waiting workers and the document store's PDF extractor."""

@@ -358,12 +358,17 @@ def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, di
 
 def script_process(pid: int) -> int:
     """The process running the script of a worker that forked into a PID namespace
-    (sandbox_worker/hardening.py): its only child (the worker itself if that cannot be told)."""
+    (sandbox_worker/hardening.py): its only child (the worker itself if that cannot be told).
+    Read from /proc/PID/task/PID/children, one small file (psutil scans every process)."""
     try:
-        children = psutil.Process(pid).children()
-    except psutil.Error:
-        return pid
-    return children[0].pid if len(children) == 1 else pid
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as listing:
+            children = [int(child) for child in listing.read().split()]
+    except (OSError, ValueError):
+        try:
+            children = [child.pid for child in psutil.Process(pid).children()]
+        except psutil.Error:
+            return pid
+    return children[0] if len(children) == 1 else pid
 
 
 def watch(pid: int, fallback: psutil.Process) -> psutil.Process:

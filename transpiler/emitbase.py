@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from .errors import DSLError
 from .sourcemap import SourceMap
@@ -66,16 +66,28 @@ class EmitterBase:
         return [cst.EmptyLine(comment=cst.Comment(safe_comment(text)))]
 
     def finish(self, module: cst.Module) -> Emitted:
-        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        # One codegen pass gives both the text and every node's span (libcst's PositionProvider
+        # state, without the metadata wrapper's extra traversal and a second codegen for the text).
+        positions = _Positions()
+        state = PositionProvidingCodegenState(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=positions)
+        module._codegen(state)
         stmts, exprs = [], []
-        for cnode, rng in positions.items():
+        for cnode, rng in positions._computed.items():
             found = self.origin.get(id(cnode))
             if found is None or found[0] is not cnode:
                 continue
             _, dnode, is_stmt = found
             entry = (rng.start.line, rng.start.column, rng.end.line, rng.end.column, dnode.line, dnode.col)
             (stmts if is_stmt else exprs).append(entry)
-        return Emitted(module.code, SourceMap(sorted(set(stmts)), sorted(set(exprs))))
+        return Emitted("".join(state.tokens), SourceMap(sorted(set(stmts)), sorted(set(exprs))))
+
+
+class _Positions:
+    """Where the codegen state records each node's CodeRange (the provider's one attribute it uses)."""
+
+    def __init__(self) -> None:
+        self._computed: dict = {}
 
 
 def emit_guarded(build: Callable[[], Emitted]) -> Emitted:

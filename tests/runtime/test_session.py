@@ -61,12 +61,18 @@ def test_no_state_crosses_scripts(docs):
 
 def test_each_run_takes_a_new_worker_and_ends_it(docs):
     with Session(root=str(docs), timeout=30, workers=1) as session:
-        pids = []
+        pids, take = [], session.pool.take
+
+        def recorded():
+            proc = take()
+            pids.append(proc.pid)
+            return proc
+
+        session.pool.take = recorded
         for _ in range(3):
-            waiting = [p.pid for p in session.pool.ready]
             assert session.run("print(1)\n").output == "1\n"
-            pids += waiting
-        assert len(set(pids)) == 3 and all(gone(pid) for pid in pids)
+            assert all(gone(pid) for pid in pids)
+        assert len(set(pids)) == 3
 
 
 def test_close_ends_the_waiting_workers(docs):
