@@ -45,7 +45,8 @@ def plain_python(n: int) -> float:
 
 def run_ps(source: str, **options) -> dict:
     options.setdefault("max_steps", 0)
-    result = run_script(source, lang="ps", root=str(REPO / "examples"), options=options, timeout=120)
+    root = None if "project" in options else str(REPO / "examples")  # project is mounted at / itself
+    result = run_script(source, lang="ps", root=root, options=options, timeout=120)
     assert result.ok, result.error
     return result.figures
 
