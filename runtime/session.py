@@ -9,8 +9,8 @@ What a Session keeps between runs is the broker's: the Sandbox (policy and mount
 once), the document store (parsed documents and the PDF extractor) and a pool of workers
 started ahead. What it never keeps is a worker: each run takes a worker that has run nothing
 yet (started before its script arrived, its imports done, waiting for its start frame), hardens
-it with every layer as a one-shot run does, and ends its whole process group after the run. A
-replacement starts as soon as one is taken, so the next run finds it ready.
+it with every layer as a one-shot run does, and kills its whole process group before the run
+returns. A background thread reaps it and starts its replacement, so the next run finds one ready.
 
 `run_script` is the one-shot form of the same path (runtime/api.py `execute`).
 """
@@ -40,13 +40,15 @@ MAX_POOL = 16
 
 class WorkerPool:
     """Workers started ahead, each used once. `take()` returns one that is still alive (or a
-    new one when none is). `wanted.set()` once the run is over has a background thread start its
-    replacement, off the run's path and not competing with it for the GIL."""
+    new one when none is). `wanted.set()` once the run is over has a background thread reap the
+    workers `retire()` was given (killed already) and start their replacements, off the run's
+    path and not competing with it for the GIL."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.lock = threading.Lock()
         self.ready: list = []
+        self.retired: list = []
         self.closed = False
         self.wanted = threading.Event()
         self.refill()
@@ -66,10 +68,21 @@ class WorkerPool:
             _discard(proc)
             return
 
+    def retire(self, proc) -> None:
+        with self.lock:
+            self.retired.append(proc)
+
+    def _reap_retired(self) -> None:
+        with self.lock:
+            retired, self.retired = self.retired, []
+        for proc in retired:
+            _collect(proc)
+
     def _fill(self) -> None:
         while not self.closed:
             self.wanted.wait()
             self.wanted.clear()
+            self._reap_retired()
             self.refill()
 
     def take(self):
@@ -90,6 +103,7 @@ class WorkerPool:
         self.wanted.set()
         if self.filler is not threading.current_thread():
             self.filler.join()
+        self._reap_retired()
         for proc in waiting:
             _discard(proc)
 
@@ -142,7 +156,8 @@ class Session:
         try:
             return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
                            approve=self.approve, options=options, on_output=on_output, sandbox_of=lambda: self.sandbox,
-                           shared=self.shared, take_worker=self.pool.take if self.pool is not None else None)
+                           shared=self.shared, take_worker=self.pool.take if self.pool is not None else None,
+                           retire_worker=self.pool.retire if self.pool is not None else None)
         finally:
             if self.pool is not None:
                 self.pool.wanted.set()

@@ -95,7 +95,8 @@ class WorkerRun:
 
     def __init__(self, code: str, broker: Broker, limits: Limits, deadline: float,
                  on_output: Callable[[str], None], mode: str, lang: str,
-                 layers: frozenset[str] | None, isolation: str, proc: subprocess.Popen | None = None) -> None:
+                 layers: frozenset[str] | None, isolation: str, proc: subprocess.Popen | None = None,
+                 retire: Callable[[subprocess.Popen], None] | None = None) -> None:
         self.broker, self.limits, self.deadline, self.on_output = broker, limits, deadline, on_output
         self.start_frame = {"t": "start", "code": code, "mode": mode, "lang": lang,
                             "limits": limits.worker_limits(), "isolation": isolation}
@@ -108,6 +109,7 @@ class WorkerRun:
         self.first_frame_at: float | None = None
         self.peak_kib: int | None = None
         self.proc = proc  # a worker started ahead (a session's pool), or None: start one
+        self.retire = retire  # a session's pool reaps a finished worker later; None: reaped here
         self.stop_by: float | None = None  # set at the deadline: the worker's grace to report its line
 
     # -- the run -------------------------------------------------------------------------------
@@ -118,11 +120,17 @@ class WorkerRun:
         try:
             self._serve()
         finally:
-            # Reaped before the result returns (a few ms of the kernel's teardown): when a run
-            # is over, no process of it exists any more (fuzz/targets.py checks it).
-            wait_status = reap(self.pid)
-            self.proc.returncode = wait_status
-            _close_pipes(self.proc)
+            if self.retire is not None and self.state is State.FINISHED:
+                # Killed now, so nothing of the run executes once it has returned; the session's
+                # pool thread reaps it (the kernel's teardown, about 1 ms) off the result's path.
+                kill_group(self.pid)
+                self.retire(self.proc)
+            else:
+                # Reaped before the result returns: when a one-shot run is over, no process of
+                # it exists any more (fuzz/targets.py checks it).
+                wait_status = reap(self.pid)
+                self.proc.returncode = wait_status
+                _close_pipes(self.proc)
         result = self.result
         if self.state is not State.FINISHED:  # the pipes closed first: the worker died
             result.error = crash_error(wait_status, bytes(self.diagnostics))
@@ -324,12 +332,14 @@ def run_worker(
     layers: frozenset[str] | None = None,
     isolation: str = "best",
     proc: subprocess.Popen | None = None,
+    retire: Callable[[subprocess.Popen], None] | None = None,
 ) -> WorkerResult:
     """Run `code` in a fresh worker. `layers` (trusted callers only: tests, `fdsl audit`)
     applies a subset of the hardening layers; `isolation="strict"` makes the worker refuse to
     run the script unless every layer is in force. `proc`: a worker started ahead by
-    `start_worker(preload=True)` that has run nothing yet (runtime/session.py)."""
-    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation, proc).run()
+    `start_worker(preload=True)` that has run nothing yet (runtime/session.py); `retire`: given
+    the worker, killed, after a run that ended normally, to reap it later (the session's pool)."""
+    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation, proc, retire).run()
 
 
 def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, dict | None]:

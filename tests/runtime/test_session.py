@@ -176,3 +176,81 @@ def test_a_sessions_runs_share_an_index_that_learns_and_a_one_shot_run_does_not_
         assert session.run('print(len(Directory("/").grep("alpha")))\n').output == "2\n"
         assert session.shared["index"].learned == 2  # both documents, for the next runs' searches
         assert session.run('print(len(Directory("/").grep("zzz")))\n').output == "0\n"
+
+
+# Python run as the worker itself (mode "os", as an attacker who got past RestrictedPython),
+# leaving every trap it can: signals ignored, threads spinning, a forked process in a session
+# of its own, patched modules and builtins, a file in /tmp. The next script of the session
+# must see none of it.
+TRAPS = r'''
+import _thread, builtins, os, signal, sys, time
+set_ = []
+for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGINT):
+    signal.signal(sig, signal.SIG_IGN)
+set_.append("signals")
+def spin():
+    while True:
+        time.sleep(0.001)
+try:
+    _thread.start_new_thread(spin, ())  # threading cannot be imported any more (Landlock)
+    set_.append("thread")
+except RuntimeError:
+    pass
+sys.modules["json"].loads = lambda *a, **k: {"t": "reply", "ok": True, "v": "poisoned"}
+builtins.sorted = lambda *a, **k: "poisoned"
+os.getcwd = lambda: "/poisoned"
+set_.append("patches")
+try:
+    if os.fork() == 0:
+        try:
+            os.setsid()
+        except OSError:
+            pass
+        while True:
+            time.sleep(0.01)
+    set_.append("process")
+except OSError:
+    pass
+try:
+    with open(TRAP_FILE, "w") as f:
+        f.write("left for the next script")
+    set_.append("file")
+except OSError:
+    pass
+print(" ".join(set_))
+'''
+
+
+NEXT = 'print(len(File("/a.txt").read()))\nprint(Directory("/").grep("alpha")[0].path)\nprint(File("/b.md").lines(1, 1))\n'
+
+
+def descendants() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def test_traps_a_worker_leaves_do_not_reach_the_next_script(docs, tmp_path):
+    from runtime.audit import broker_for
+    from runtime.supervisor import Limits, run_worker
+
+    trap_file = f"/tmp/fdsl-trap-{os.getpid()}-{time.monotonic_ns()}"
+    untouched = run_script(NEXT, root=str(docs), timeout=30)
+    assert untouched.ok and untouched.output.count("\n") == 3
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        worker = session.pool.take()
+        trapped_tree = {worker.pid} | {p.pid for p in psutil.Process(worker.pid).children(recursive=True)}
+        out: list[str] = []
+        deadline = time.monotonic() + 20
+        result = run_worker(TRAPS.replace("TRAP_FILE", repr(trap_file)), broker_for(str(docs), deadline),
+                            Limits(timeout=20), deadline, out.append, mode="os", proc=worker, retire=session.pool.retire)
+        assert result.status == "ok", result.error
+        # What the layers let it set (the rest they refuse: threads and processes by the
+        # process limit, files by Landlock); whatever it set must not reach the next script.
+        traps = "".join(out).split()
+        assert traps[0] == "signals" and "patches" in traps, traps
+        trapped_tree |= {p.pid for p in psutil.Process(worker.pid).children(recursive=True)} if not gone(worker.pid, 0) else set()
+        session.pool.wanted.set()  # as session.run does after a run: reap it, start the next
+        assert all(gone(pid) for pid in trapped_tree)
+        assert not os.path.exists(trap_file)  # Landlock: the worker cannot create files
+        after = session.run(NEXT)
+        assert (after.exit_code, after.output) == (0, untouched.output), after.error
+        assert not descendants() & trapped_tree
