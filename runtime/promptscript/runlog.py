@@ -15,8 +15,13 @@ once wrote 2 GB in under a minute.
 - The log holds at most `max_bytes` (--max-log-bytes, default 16 MiB). When the next event would
   pass it, one `log_truncated` event says so and the events after it are dropped, except the
   run's last ones (`error`, `end`), for which room is kept.
-- A write that fails (a full disk) stops the run with a LimitError saying so; the log is then
-  closed and nothing more is written.
+- Written buffered: events that change nothing (reads, searches, reports, block and scope
+  events) wait in the buffer; an action with an effect (a write, a patch, a command, a question
+  to the user), an LLM call, a budget, the start, the error and the end are flushed with what
+  came before them, and so is anything once FLUSH_SECONDS have passed since the last flush.
+- A write or flush that fails (a full disk) stops the run with a LimitError saying so, at the
+  latest at the first event with an effect after it; the log is then closed and nothing more
+  is written.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ MAX_EVENT_BYTES = 64 << 10
 FINAL_RESERVE = 8 << 10  # kept for the `error` and `end` events once the log is full
 FINAL_EVENTS = frozenset({"error", "end"})
 SMALL_FIELDS = ("event", "t_ms", "action", "ok", "line", "kind", "parallel")
+# What may wait in the buffer (see the module docstring); every other event is flushed.
+BUFFERED_EVENTS = frozenset({"retry", "timeout", "block_start", "block_end", "scope_enter", "scope_exit"})
+BUFFERED_ACTIONS = frozenset({"READ_FILE", "SEARCH", "REPORT"})
+FLUSH_SECONDS = 1.0
 
 
 class RunLogError(RunSetupError):
@@ -92,6 +101,7 @@ class RunLog:
         self.dir = project / RUN_LOG_DIR / self.run_id
         self.path = self.dir / "events.jsonl"
         self.file = os.fdopen(fd, "a", encoding="utf-8")
+        self.flushed_at = self.started
         self.closed = False
 
     def _create(self, project: Path) -> tuple[int, tuple[int, int]]:
@@ -154,6 +164,7 @@ class RunLog:
     def write(self, event: str, **fields) -> None:
         if self.closed or self.failed:
             return
+        buffered = event in BUFFERED_EVENTS or (event == "action" and fields.get("action") in BUFFERED_ACTIONS)
         line = self._line(event, fields)
         size = len(line.encode("utf-8", "surrogatepass"))
         room = self.max_bytes - self.written - (0 if event in FINAL_EVENTS else FINAL_RESERVE)
@@ -168,8 +179,11 @@ class RunLog:
                                                            "later events are not logged"})
             size = len(line.encode("utf-8"))
         try:
-            self.file.write(line)
-            self.file.flush()
+            self.file.write(line)  # the text layer writes through once its buffer is full
+            now = time.monotonic()
+            if not buffered or now - self.flushed_at >= FLUSH_SECONDS:
+                self.file.flush()
+                self.flushed_at = now
         except OSError as exc:
             self.failed = exc.strerror or str(exc)
             try:

@@ -304,10 +304,17 @@ class PSSession:
             return
         fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls,
                   **self.llm.totals()}
-        if result.error:
-            self.log.write("error", kind=result.error_kind, line=result.error_line,
-                           column=result.error_column, message=result.error.splitlines()[0])
-        self.log.write("end", **fields)
+        try:
+            if result.error:
+                self.log.write("error", kind=result.error_kind, line=result.error_line,
+                               column=result.error_column, message=result.error.splitlines()[0])
+            self.log.write("end", **fields)
+        except LimitError as exc:  # the buffered events could not be written: the run's record is incomplete
+            if result.exit_code == 0:
+                result.exit_code, result.error_kind, result.error_message = 1, exc.kind, str(exc)
+                result.error = f"{exc.kind}: {exc}"
+            else:
+                result.warnings.append(str(exc))
         self.log.close()
 
 

@@ -77,10 +77,30 @@ def test_a_full_disk_stops_the_run_cleanly(tmp_path):
     log = RunLog(tmp_path)
     log.file.close()
     log.file = open("/dev/full", "w", encoding="utf-8")  # every write: ENOSPC
+    log.write("action", action="REPORT", args={}, ok=True)  # buffered: it changed nothing
     with pytest.raises(LimitError, match=r"the run log cannot be written \(No space left on device\); the run is stopped"):
-        log.write("action", action="REPORT", args={}, ok=True)
+        log.write("action", action="WRITE_FILE", args={"path": "a.txt"}, ok=True)
     log.write("end", exit_code=1)  # nothing more is tried, nothing raises
     assert log.closed and log.failed == "No space left on device"
+
+
+def test_events_that_change_nothing_wait_in_the_buffer_and_effects_flush_them(tmp_path, monkeypatch):
+    from runtime.promptscript import runlog as ps_runlog
+
+    log = RunLog(tmp_path)
+    log.write("start", options={})
+    on_disk = log.path.stat().st_size
+    for _ in range(3):
+        log.write("action", action="READ_FILE", args={"path": "a.txt"}, ok=True)
+    log.write("block_start", kind="retry", line=1)
+    assert log.path.stat().st_size == on_disk  # reads and block events: buffered
+    log.write("action", action="WRITE_FILE", args={"path": "a.txt"}, ok=True)
+    assert [json.loads(line)["event"] for line in log.path.read_text().splitlines()] == \
+        ["start", "action", "action", "action", "block_start", "action"]
+    monkeypatch.setattr(ps_runlog, "FLUSH_SECONDS", 0.0)  # and none waits longer than FLUSH_SECONDS
+    log.write("action", action="SEARCH", args={"pattern": "x"}, ok=True)
+    assert log.path.read_text().count("\n") == 7
+    log.close()
 
 
 def test_a_full_disk_during_a_run_ends_it_with_a_limit_error(tmp_path, monkeypatch):
@@ -95,10 +115,16 @@ def test_a_full_disk_during_a_run_ends_it_with_a_limit_error(tmp_path, monkeypat
         return real_write(self, event, **fields)
 
     monkeypatch.setattr(ps_runlog.RunLog, "write", disk_fills_after_start)
-    r = ps('log("before")\napply("REPORT", { message: "hi" })\nlog("after")\n', tmp_path)
-    assert r.exit_code == 1 and r.error_kind == "LimitError"
+    # An action with an effect flushes the log: the run stops there.
+    r = ps('log("before")\napply("REPORT", { message: "hi" })\napply("WRITE_FILE", { path: "a.txt", content: "x" })\n'
+           'log("after")\n', tmp_path)
+    assert r.exit_code == 1 and r.error_kind == "LimitError" and "after" not in r.output
     assert "the run log cannot be written (No space left on device)" in r.error
     assert "Traceback" not in (r.error or "")
+    # Only buffered events: the end flushes them, and the run that finished fails all the same.
+    r = ps('log("before")\napply("REPORT", { message: "hi" })\nlog("after")\n', tmp_path)
+    assert r.exit_code == 1 and r.error_kind == "LimitError" and "after" in r.output
+    assert "the run log cannot be written (No space left on device)" in r.error
 
 
 def test_one_event_cannot_outgrow_its_bound():
