@@ -1,6 +1,6 @@
 """Benchmarks for the FilesDSL pipeline, each reported against a baseline measured in the same run.
 
-    python bench/run.py [--runs N] [--files N] [--only regex]
+    python bench/run.py [--runs N] [--files N] [--only regex|search]
 
 Machines are shared and noisy: read the ratios, not the absolute times. Nothing here is a
 test; targets are printed beside the figures for the closing note.
@@ -123,7 +123,16 @@ def content_search(runs: int, files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         size = make_corpus(root, files)
-        grep, ours, script = [], [], []
+        script_file = root.parent / f"{root.name}-search.fdsl"
+        script_file.write_text(SEARCH_SCRIPT + "\n")
+        client = [sys.executable, "-m", "runtime.client", "run"]
+        server_env = {k: v for k, v in os.environ.items() if k not in ("CI", "FDSL_NO_SERVER")}
+        started = time.perf_counter()  # the first run starts the server (or finds it running)
+        first = subprocess.run(client + [str(script_file), "--root", str(root)], capture_output=True, text=True,
+                               env=server_env, cwd=REPO)
+        first_s = time.perf_counter() - started
+        assert first.returncode == 0, first.stderr
+        grep, ours, script, served = [], [], [], []
         for _ in range(runs):
             started = time.perf_counter()
             proc = subprocess.run(["grep", "-rl", "needle-in-haystack", str(root)], capture_output=True, text=True)
@@ -136,9 +145,16 @@ def content_search(runs: int, files: int) -> None:
             ours.append(time.perf_counter() - started)
             assert len(found) == expected, (len(found), expected)
 
-            result = run_script('print(len(Directory("/").search("needle-in-haystack", scope="content")))', root=root, timeout=60)
+            result = run_script(SEARCH_SCRIPT, root=root, timeout=60)
             assert result.output.strip() == str(expected), result.error
             script.append(result.figures["run_s"])
+
+            # End to end, as an agent's shell runs it: the fdsl client, through the per-user server
+            started = time.perf_counter()
+            proc = subprocess.run(client + [str(script_file), "--root", str(root)], capture_output=True, text=True,
+                                  env=server_env, cwd=REPO)
+            served.append(time.perf_counter() - started)
+            assert proc.returncode == 0 and proc.stdout.strip() == str(expected), proc.stderr
         broker = subprocess.run(
             [sys.executable, "-m", "runtime.cli", "run", str(REPO / "bench/corpus_search.fdsl"), "--root", str(root), "--verbose"],
             capture_output=True, text=True, cwd=REPO,
@@ -148,11 +164,15 @@ def content_search(runs: int, files: int) -> None:
         print(f"  grep -rl (baseline)    {median_ms(grep):7.1f} ms")
         print(f"  dir.search in broker   {median_ms(ours):7.1f} ms -> {median_ms(ours) / median_ms(grep):.2f}x grep (target <= 2x)")
         print(f"  whole script run       {median_ms(script):7.1f} ms -> {median_ms(script) / median_ms(grep):.2f}x grep")
+        print(f"  fdsl run via server    {median_ms(served):7.1f} ms -> {median_ms(served) / median_ms(grep):.2f}x grep"
+              f" (target <= 1x; end to end: client, server, worker; first run {first_s * 1000:.0f} ms)")
+        script_file.unlink()
         if peak:
             kib = int(peak[0].split(":")[1])
             print(f"  broker peak RSS after searching and reading every file: {kib / 1024:.1f} MiB (target <= 150 MiB)")
 
 
+SEARCH_SCRIPT = 'print(len(Directory("/").search("needle-in-haystack", scope="content")))'
 REGEX_PATTERNS = {"literal": "needle-in-haystack", "regex": r"need\w+-in-\w+|(metric|method)\s+\d+"}
 
 
@@ -195,10 +215,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--calls", type=int, default=10_000)
-    parser.add_argument("--only", choices=["regex"], help="run one benchmark only")
+    parser.add_argument("--only", choices=["regex", "search"], help="run one benchmark only")
     args = parser.parse_args()
     if args.only == "regex":
         regex_engines(max(3, args.runs // 4), args.files)
+        return
+    if args.only == "search":
+        content_search(max(3, args.runs // 4), args.files)
         return
     one_line_script(args.runs, REPO / "examples/docs")
     round_trip(args.calls, REPO / "examples/docs")

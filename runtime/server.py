@@ -82,7 +82,9 @@ class Server:
     def warm_up(self) -> None:
         """Import and build what every run needs, so that each runner starts with it."""
         import runtime.cli  # noqa: F401 - the command line and everything a run imports
+        from runtime.jail import ensure_bytecode
 
+        ensure_bytecode()  # once here, not in every runner (a compileall pass over the jailed packages)
         warm_compile()
         import gc
 
