@@ -6,6 +6,7 @@ runs them."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -123,6 +124,7 @@ def check_limits(**fields) -> None:
         raise UsageError(str(exc)) from None
 
 
+@functools.cache  # built once per process (the server builds it before forking its runners); parse_args leaves it as it is
 def build_parser() -> argparse.ArgumentParser:
     from runtime.cheatsheet import SHEETS
 
