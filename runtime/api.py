@@ -106,7 +106,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     the failure. `shared`:
     what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
-    emitted = _compile(source, filename, lang, wall_started)
+    emitted = _compile(source, filename, lang, wall_started, shared)
     if isinstance(emitted, RunResult):
         return emitted
     transpiled = time.monotonic()
@@ -172,12 +172,15 @@ def _sandbox(root, mounts, lang: str, options: dict):
                                 write_approval=options.get("write_approval", True))
 
 
-def _compile(source: str, filename: str, lang: str, started: float):
-    """The emitted module, or the RunResult of a script that does not compile."""
+def _compile(source: str, filename: str, lang: str, started: float, shared: dict | None = None):
+    """The emitted module, or the RunResult of a script that does not compile. A session's runs
+    (`shared`) keep what they compiled: the same script again is not compiled again."""
     import transpiler
-    from runtime.compile import compile_script
+    from runtime.compile import CompiledScripts, compile_script
 
     try:
+        if shared is not None:
+            return shared.setdefault("compiled", CompiledScripts()).compile(source, filename, lang)
         return compile_script(source, filename=filename, lang=lang)
     except transpiler.DSLError as exc:
         return RunResult(

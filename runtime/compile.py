@@ -98,3 +98,31 @@ def compile_script(source: str, filename: str = "<script>", lang: str = "fdsl", 
     """``transpiler.compile_script`` with the stack and the parser cache it needs."""
     with deep_stack():
         return transpiler.compile_script(source, filename, lang, cache=_CACHE, **limits)
+
+
+class CompiledScripts:
+    """A session's scripts compiled already, by (language, filename, source): compiling is pure,
+    so a script run again in the session skips it. The least recently run go first past
+    `max_scripts` scripts or `max_chars` characters of source. A script that does not compile
+    is not kept (its error is found again, quickly)."""
+
+    def __init__(self, max_scripts: int = 256, max_chars: int = 8 << 20) -> None:
+        from collections import OrderedDict
+
+        self.max_scripts, self.max_chars = max_scripts, max_chars
+        self.entries: OrderedDict = OrderedDict()
+        self.chars = 0
+
+    def compile(self, source: str, filename: str, lang: str):
+        key = (lang, filename, source)
+        emitted = self.entries.get(key)
+        if emitted is not None:
+            self.entries.move_to_end(key)
+            return emitted
+        emitted = compile_script(source, filename=filename, lang=lang)
+        self.entries[key] = emitted
+        self.chars += len(source)
+        while len(self.entries) > self.max_scripts or self.chars > self.max_chars:
+            (_, _, dropped), _ = self.entries.popitem(last=False)
+            self.chars -= len(dropped)
+        return emitted

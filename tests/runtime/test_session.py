@@ -254,3 +254,37 @@ def test_traps_a_worker_leaves_do_not_reach_the_next_script(docs, tmp_path):
         after = session.run(NEXT)
         assert (after.exit_code, after.output) == (0, untouched.output), after.error
         assert not descendants() & trapped_tree
+
+
+def test_a_script_run_again_in_a_session_is_not_compiled_again(docs, monkeypatch):
+    import runtime.compile as compile_module
+
+    compiled = []
+    real = compile_module.compile_script
+
+    def counted(source, filename="<script>", lang="fdsl", **limits):
+        compiled.append((lang, filename, source))
+        return real(source, filename, lang, **limits)
+
+    monkeypatch.setattr(compile_module, "compile_script", counted)
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        for _ in range(3):
+            assert session.run("print(1)\n").output == "1\n"
+        assert session.run("print(1)\n", filename="other.fdsl").output == "1\n"  # its errors would name it
+        assert session.run("print(2)\n").output == "2\n"
+        for _ in range(2):  # a script that does not compile is not kept
+            assert session.run("print(\n").exit_code == 1
+        assert compiled == [("fdsl", "<script>", "print(1)\n"), ("fdsl", "other.fdsl", "print(1)\n"),
+                            ("fdsl", "<script>", "print(2)\n"), ("fdsl", "<script>", "print(\n"),
+                            ("fdsl", "<script>", "print(\n")]
+
+
+def test_the_compiled_scripts_a_session_keeps_are_bounded():
+    from runtime.compile import CompiledScripts
+
+    kept = CompiledScripts(max_scripts=2, max_chars=100)
+    for n in range(3):
+        kept.compile(f"print({n})\n", "<script>", "fdsl")
+    assert [key[2] for key in kept.entries] == ["print(1)\n", "print(2)\n"]
+    kept.compile("x = " + "1" * 90 + "\n", "<script>", "fdsl")  # 95 characters: only it fits
+    assert len(kept.entries) == 1 and kept.chars == 95
