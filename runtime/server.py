@@ -12,10 +12,13 @@ is one command line: the client passes its standard streams (and its terminal, f
 descriptors (SCM_RIGHTS) with {argv, cwd, env, build}; the server hands them to a ready runner,
 which takes them as its own 0, 1 and 2, the client's directory and environment, and runs
 `runtime.cli.main(argv)` with its worker: the same code as an in-process run, so output, exit
-codes, approvals, ASK_USER and limits behave as they do there. A runner serves one request and
-exits; a new one is forked at once. A signal the client receives (Ctrl-C, SIGTERM) is passed to
+codes, approvals, ASK_USER and limits behave as they do there. A new runner is forked as soon as
+one is taken. A runner that ran a FilesDSL script did it through a Session (WarmRuns) and is
+kept for the same directory and command line (`run_key`): it says {"t": "done", "code": N} and
+waits for the next such request, until the server lets it go (WARM_RUNNERS at most, each for
+WARM_IDLE_SECONDS unused); any other runner exits after its request. A signal the client receives (Ctrl-C, SIGTERM) is passed to
 the runner, which ends its script and worker as an in-process run does; the client gets
-{"t": "exit", "code": N} when the runner is gone.
+{"t": "exit", "code": N} when the runner is gone or says its run is done.
 
 The server is one thread (it forks): an event loop over the listening socket, the clients'
 sockets and its runners. It exits after IDLE_SECONDS without a request, on `fdsl server stop`,
@@ -39,8 +42,11 @@ from wire import protocol
 
 IDLE_SECONDS = 15 * 60
 RUNNERS = 2  # forks of the warm server waiting, each with its worker started ahead
+WARM_RUNNERS = 2  # runners kept after a FilesDSL run, for the same command line again
+WARM_IDLE_SECONDS = 120.0  # a kept runner not used for this long exits (FDSL_SERVER_KEEP_SECONDS)
 MAX_FDS = 4  # stdin, stdout, stderr and the controlling terminal
 MAX_REQUEST_BYTES = 1 << 20
+DEFAULT_TTY = "/dev/tty"
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -74,6 +80,10 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.ready: list[tuple[int, socket.socket]] = []  # runners waiting: (pid, their socket)
         self.children: dict[int, socket.socket] = {}  # runner pid -> its client's connection
+        self.runs: dict[int, tuple[socket.socket, tuple | None]] = {}  # runner pid -> (its socket, its key)
+        self.warm: dict[tuple, tuple[int, socket.socket]] = {}  # key -> a kept runner (oldest first)
+        self.kept_at: dict[int, float] = {}  # a kept runner's pid -> when its last run ended
+        self.leaving: set[int] = set()  # kept runners told to exit, not reaped yet
         self.last_activity = time.monotonic()
         self.served = 0
         self.started = time.time()
@@ -82,6 +92,7 @@ class Server:
     def warm_up(self) -> None:
         """Import and build what every run needs, so that each runner starts with it."""
         import runtime.cli  # noqa: F401 - the command line and everything a run imports
+        import runtime.session  # noqa: F401 - a kept runner's runs
         from runtime.jail import ensure_bytecode
 
         ensure_bytecode()  # once here, not in every runner (a compileall pass over the jailed packages)
@@ -113,14 +124,20 @@ class Server:
                 for key, _ in self.selector.select(timeout=0.05):
                     if key.data == "accept":
                         self.accept()
-                    elif isinstance(key.data, tuple):  # a runner's pidfd
+                    elif isinstance(key.data, tuple) and key.data[0] == "exited":  # a runner's pidfd
                         self.selector.unregister(key.fileobj)
                         os.close(key.fileobj)
+                    elif isinstance(key.data, tuple):  # a runner's socket: its run is done
+                        self.runner_message(key.data[1])
                     else:
                         self.client_message(key.fileobj, key.data)
+                if self.stopping:
+                    self.let_warm_go()
+                self.let_unused_go()
         finally:
             for pid, sock in self.ready:
                 sock.close()  # a waiting runner reads EOF and exits, ending its worker
+            self.let_warm_go()
             try:
                 path.unlink()
             except OSError:
@@ -157,7 +174,8 @@ class Server:
             self.stopping = True
         elif kind == "status":
             send(conn, {"t": "status", "pid": os.getpid(), "build": self.build, "served": self.served,
-                        "running": len(self.children), "uptime_s": round(time.time() - self.started, 1)})
+                        "running": len(self.children), "kept": len(self.warm),
+                        "uptime_s": round(time.time() - self.started, 1)})
         elif kind == "stop":
             send(conn, {"t": "stopping"})
             self.stopping = True
@@ -170,28 +188,107 @@ class Server:
         conn.close()
 
     def hand_over(self, conn: socket.socket, request: dict, fds: list[int]) -> bool:
-        """Give the request to a ready runner; False when none could take it."""
-        self.fill()
-        while self.ready:
-            pid, sock = self.ready.pop(0)
+        """Give the request to the runner kept for its command line, else to a ready runner;
+        False when none could take it."""
+        key = run_key(request)
+        candidates = []
+        if key is not None and key in self.warm:
+            candidates.append(self.warm.pop(key))
+        while True:
+            if not candidates:
+                self.fill()
+                if not self.ready:
+                    return False
+                candidates.append(self.ready.pop(0))
+            pid, sock = candidates.pop(0)
             try:
                 socket.send_fds(sock, [protocol.encode(request)], fds)
             except OSError:  # it died waiting: never used
-                sock.close()
-                self.fill()
+                self.let_go(pid, sock)
                 continue
-            sock.close()
-            for fd in fds:
-                os.close(fd)
-            self.served += 1
-            self.children[pid] = conn
-            self.selector.register(conn, selectors.EVENT_READ, pid)
-            try:  # readable when the runner exits: its exit is answered at once, not at the next tick
-                self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, ("exited", pid))
-            except OSError:
-                pass  # an old kernel: the loop's tick finds it
-            return True
-        return False
+            break
+        for fd in fds:
+            os.close(fd)
+        self.served += 1
+        self.children[pid] = conn
+        self.runs[pid] = (sock, key)
+        self.selector.register(conn, selectors.EVENT_READ, pid)
+        try:
+            self.selector.register(sock, selectors.EVENT_READ, ("runner", pid))
+        except KeyError:  # a kept runner's socket is registered already
+            pass
+        try:  # readable when the runner exits: its exit is answered at once, not at the next tick
+            self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, ("exited", pid))
+        except (OSError, KeyError):
+            pass  # an old kernel: the loop's tick finds it
+        return True
+
+    def runner_message(self, pid: int) -> None:
+        """A runner's {"t": "done", "code": N} after a run it may serve again (a FilesDSL run and
+        its Session): its client gets the exit code now and it is kept for the same command line.
+        EOF: it is exiting (reaped by reap_children)."""
+        sock, key = self.runs.get(pid, (None, None))
+        if sock is None:  # a kept runner between runs: EOF (it is leaving) or nothing it may say
+            for kept_key, (kept_pid, _) in list(self.warm.items()):
+                if kept_pid == pid:
+                    self.let_go(*self.warm.pop(kept_key))
+            return
+        try:
+            data = sock.recv(4096)
+            message = json.loads(data[protocol.HEADER.size:].decode("utf-8")) if data else None
+        except (OSError, ValueError):
+            message = None
+        if not isinstance(message, dict) or message.get("t") != "done" or type(message.get("code")) is not int:
+            del self.runs[pid]  # EOF: it is exiting, and its exit is answered when it is reaped
+            self.let_go(pid, sock)
+            return
+        del self.runs[pid]
+        self.answer(pid, message["code"])
+        if key is None or self.stopping:
+            self.let_go(pid, sock)
+            return
+        if key in self.warm:  # another runner is kept for it already: the older one goes
+            self.let_go(*self.warm.pop(key))
+        self.warm[key] = (pid, sock)
+        self.kept_at[pid] = time.monotonic()
+        while len(self.warm) > WARM_RUNNERS:
+            self.let_go(*self.warm.pop(next(iter(self.warm))))
+
+    def let_unused_go(self) -> None:
+        """Kept runners unused for WARM_IDLE_SECONDS go. The server decides, never the runner:
+        a runner leaving by itself could leave as a request reached it."""
+        now = time.monotonic()
+        for key, (pid, sock) in list(self.warm.items()):
+            if now - self.kept_at.get(pid, now) >= WARM_IDLE_SECONDS:
+                self.let_go(*self.warm.pop(key))
+
+    def let_go(self, pid: int, sock: socket.socket) -> None:
+        """Close a runner's socket: a kept or ready runner reads EOF and exits (reaped later)."""
+        self.kept_at.pop(pid, None)
+        try:
+            self.selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        sock.close()
+        self.leaving.add(pid)
+
+    def let_warm_go(self) -> None:
+        for pid, sock in list(self.warm.values()):
+            self.let_go(pid, sock)
+        self.warm.clear()
+
+    def answer(self, pid: int, code: int) -> None:
+        """The exit code to the client of runner `pid`'s run."""
+        conn = self.children.pop(pid, None)
+        if conn is None:
+            return
+        self.last_activity = time.monotonic()
+        send(conn, {"t": "exit", "code": code})
+        try:
+            self.selector.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        conn.close()
 
     def client_message(self, conn: socket.socket, pid: int) -> None:
         """A client whose command runs: it passes on a signal, or it went away (its command
@@ -217,7 +314,8 @@ class Server:
             pass
 
     def reap_children(self) -> None:
-        for pid in [p for p, _ in self.ready] + list(self.children):
+        kept = {pid: key for key, (pid, _) in self.warm.items()}
+        for pid in [p for p, _ in self.ready] + list(self.children) + list(kept) + list(self.leaving):
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
@@ -229,15 +327,94 @@ class Server:
                 self.ready.remove(waiting[0])
                 waiting[0][1].close()
                 continue
-            conn = self.children.pop(pid)
-            self.last_activity = time.monotonic()
+            if pid in kept:  # a kept runner left (its idle time ran out)
+                self.let_go(*self.warm.pop(kept[pid]))
+            self.leaving.discard(pid)
+            sock, _ = self.runs.pop(pid, (None, None))
+            if sock is not None:
+                try:
+                    self.selector.unregister(sock)
+                except (KeyError, ValueError):
+                    pass
+                sock.close()
             code = os.waitstatus_to_exitcode(status)
-            send(conn, {"t": "exit", "code": 128 - code if code < 0 else code})
+            self.answer(pid, 128 - code if code < 0 else code)
+
+
+def run_key(request: dict) -> tuple | None:
+    """Which kept runner may serve a request: its directory and its command line with the
+    script's name left out but its suffix kept. None: a request no runner is kept for."""
+    argv = request.get("argv")
+    if not isinstance(argv, list) or not argv or argv[0] != "run" or not all(type(a) is str for a in argv):
+        return None
+    from runtime.cli import build_parser
+
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:  # a usage error: the runner reports it
+        return None
+    if args.script == "-" or args.script not in argv:
+        return None
+    at = argv.index(args.script)
+    return (str(request.get("cwd")), *argv[:at], "<script>" + Path(args.script).suffix, *argv[at + 1:])
+
+
+def sandbox_signature(sandbox) -> tuple | None:
+    """What a kept Session's sandbox must still be: its configuration and each mount's real
+    directory (the same inode: a directory replaced at the same path is another sandbox)."""
+    mounts = []
+    for ms in sandbox.mounts:
+        try:
+            st = os.stat(ms.host)
+        except OSError:
+            return None
+        mounts.append((ms.host, st.st_dev, st.st_ino))
+    return sandbox.config.model_dump_json(), tuple(mounts)
+
+
+class WarmRuns:
+    """run_script for a runner that may serve its command line again: a FilesDSL run goes
+    through one Session (runtime/session.py: its document store, compiled scripts, index and a
+    worker started ahead), kept while the sandbox and the limits stay the same; any other run
+    is run_script's, and then the runner is not kept (`warm` says which the last run was)."""
+
+    def __init__(self) -> None:
+        self.session = None
+        self.signature: tuple | None = None
+        self.warm = False
+
+    def run_script(self, source: str, *, sandbox=None, lang: str = "fdsl", options=None, approve=None,
+                   filename: str = "<script>", on_output=None, root=None, **limits):
+        from runtime.api import run_script
+        from runtime.errors import RunSetupError
+
+        self.warm = False
+        signature = None
+        if lang == "fdsl" and not options and root is None and sandbox is not None:
+            signature = sandbox_signature(sandbox)
+        if signature is None:
+            return run_script(source, root=root, sandbox=sandbox, lang=lang, options=options, approve=approve,
+                              filename=filename, on_output=on_output, **limits)
+        signature = (signature, tuple(sorted(limits.items())))
+        if signature != self.signature:
+            from runtime.session import Session
+
+            self.close()
             try:
-                self.selector.unregister(conn)
-            except (KeyError, ValueError):
-                pass
-            conn.close()
+                self.session = Session(sandbox=sandbox, approve=approve, workers=1, **limits)
+            except RunSetupError:  # run_script reports it as a usage error
+                return run_script(source, sandbox=sandbox, lang=lang, approve=approve, filename=filename,
+                                  on_output=on_output, **limits)
+            self.signature = signature
+        self.session.approve = approve  # this request's terminal
+        result = self.session.run(source, lang=lang, filename=filename, on_output=on_output)
+        self.warm = True
+        return result
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.session, self.signature = None, None
 
 
 def warm_compile() -> None:
@@ -248,8 +425,10 @@ def warm_compile() -> None:
 
 
 def runner(sock: socket.socket) -> None:
-    """A forked runner: start its worker, wait for one request, run it, exit."""
+    """A forked runner: start its worker, wait for a request, run it; exit, or, after a FilesDSL
+    run (WarmRuns), say so to the server and wait for the same command line again."""
     code = 1
+    warm = WarmRuns()
     try:
         keep = {0, 1, 2, sock.fileno()}
         for name in os.listdir("/proc/self/fd"):
@@ -259,52 +438,54 @@ def runner(sock: socket.socket) -> None:
                 except OSError:
                     pass
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        from runtime.supervisor import start_worker
+        from runtime import cli, supervisor
 
-        worker = start_worker(preload=True)
+        worker = supervisor.start_worker(preload=True)
         warm_compile()  # the pages a run touches, copied from the server now rather than during the run
         try:
             request, fds = receive_request(sock)
         except (OSError, EOFError, protocol.ProtocolError):
-            from runtime.supervisor import kill_group
-
-            kill_group(worker.pid)
+            supervisor.kill_group(worker.pid)
             code = 0
             return
-        sock.close()
-        code = run_as_client(request, fds, {worker.stdin.fileno(), worker.stdout.fileno(), worker.stderr.fileno()},
-                             worker)
+        supervisor.PRESTARTED.append(worker)  # the run's worker (a Session's pool takes it too)
+        cli.RUN_SCRIPT = warm.run_script
+        while True:
+            code = run_as_client(request, fds)
+            if not warm.warm or code >= 128:  # stopped by a signal: its state may be cut anywhere
+                return
+            release_client(fds[3:])
+            send(sock, {"t": "done", "code": code})
+            try:  # the next request, or EOF when the server lets it go (unused, or the server stops)
+                request, fds = receive_request(sock)
+            except (OSError, EOFError, protocol.ProtocolError):
+                code = 0
+                return
     finally:
+        warm.close()
         os._exit(code)
 
 
-def run_as_client(request: dict, fds: list[int], keep: set[int], worker) -> int:
-    """The forked child's work: the client's streams, directory and environment, then the
-    command line as `fdsl` would run it in process, with `worker` as its script's worker."""
-    from runtime import cli, supervisor, terminal
+def run_as_client(request: dict, fds: list[int]) -> int:
+    """One request: the client's streams, directory and environment, then the command line as
+    `fdsl` would run it in process."""
+    from runtime import cli, terminal
 
     stdin, stdout, stderr, *tty = fds
     for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
         os.dup2(fd, target)
-    keep = keep | {0, 1, 2, *tty}
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+    for fd in (stdin, stdout, stderr):
+        if fd > 2:
+            os.close(fd)
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=1 if os.isatty(1) else -1)
     sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)
-    if tty:
-        terminal.CONTROLLING_TTY = f"/proc/self/fd/{tty[0]}"
+    terminal.CONTROLLING_TTY = f"/proc/self/fd/{tty[0]}" if tty else DEFAULT_TTY
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.chdir(str(request.get("cwd") or "/"))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    supervisor.PRESTARTED.append(worker)
     try:
         code = cli.main([str(a) for a in request.get("argv") or []])
     except SystemExit as exc:  # argparse's usage errors and --help
@@ -314,11 +495,30 @@ def run_as_client(request: dict, fds: list[int], keep: set[int], worker) -> int:
     return code
 
 
+def release_client(tty: list[int]) -> None:
+    """A kept runner lets go of its client's streams and terminal: a pipe the client's output
+    went into must see its end when the client exits."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(devnull, target)
+    for fd in (devnull, *tty):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    os.chdir("/")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m runtime.server")
     parser.add_argument("--dir", required=True)
     parser.add_argument("--build", required=True)
     args = parser.parse_args()
+    global WARM_IDLE_SECONDS
+    try:
+        WARM_IDLE_SECONDS = min(max(float(os.environ.get("FDSL_SERVER_KEEP_SECONDS", WARM_IDLE_SECONDS)), 0.1), 3600.0)
+    except ValueError:
+        pass
     server = Server(Path(args.dir), args.build)
     server.warm_up()
     server.serve()

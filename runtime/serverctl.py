@@ -151,5 +151,5 @@ def server_command(args: list[str]) -> int:
         print("fdsl server: stopping")
     else:
         print(f"fdsl server: running, pid {answer.get('pid')}, build {answer.get('build')}, "
-              f"{answer.get('served')} runs served, up {answer.get('uptime_s')} s ({directory})")
+              f"{answer.get('served')} runs served, {answer.get('kept')} runners kept, up {answer.get('uptime_s')} s ({directory})")
     return 0

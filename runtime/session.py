@@ -33,7 +33,7 @@ from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
-from runtime.supervisor import Limits, _collect, kill_group, start_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, start_worker
 
 MAX_POOL = 16
 
@@ -60,7 +60,9 @@ class WorkerPool:
             with self.lock:
                 if self.closed or len(self.ready) >= self.size:
                     return
-            proc = start_worker(preload=True)  # outside the lock: take() never waits for a start
+            # outside the lock: take() never waits for a start. A worker this process started
+            # ahead (a server runner's) is used first.
+            proc = PRESTARTED.pop(0) if PRESTARTED else start_worker(preload=True)
             with self.lock:
                 if not self.closed:
                     self.ready.append(proc)

@@ -217,3 +217,102 @@ def test_no_server_and_ci_run_in_process(server_dir, tmp_path, how):
     served = fdsl(server_dir, *args, **extra)
     assert served.returncode == 0 and served.stdout == "10\n"
     assert not (server_dir / "server.sock").exists()
+
+
+# -- kept runners: a FilesDSL command line served again by the runner (and Session) that ran it
+
+def runners(directory) -> list[psutil.Process]:
+    """The server's runners (its children that are not script workers)."""
+    return [p for p in psutil.Process(server_pid(directory)).children()
+            if "runtime.server" in " ".join(p.cmdline())]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_run_again_through_a_kept_runner_is_the_run_in_process(server_dir, tmp_path, case):
+    source, options = CASES[case]
+    script = tmp_path / "s.fdsl"
+    script.write_text(source)
+    (tmp_path / "a.txt").write_text("a\n")
+
+    def seen(proc):
+        return proc.returncode, proc.stdout, proc.stderr.splitlines()[0] if case == "timeout" else proc.stderr
+
+    # the first run leaves its runner kept (when the run allows), the next ones use it
+    runs = [seen(fdsl(server_dir, "run", script, "--root", tmp_path, *options)) for _ in range(3)]
+    local = in_process("run", script, "--root", tmp_path, *options)  # after: the server's files are in the root too
+    assert runs == [seen(local)] * 3
+
+
+def test_a_kept_runner_serves_the_same_command_line_and_sees_what_changed(server_dir, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("alpha\n")
+    script = tmp_path / "s.fdsl"
+    script.write_text('for h in Directory("/").grep("alpha"):\n    print(h.path, h.content)\n')
+    first = fdsl(server_dir, "run", script, "--root", docs, "--verbose")
+    assert first.stdout == "a.txt alpha\n", first.stderr
+    assert "[fdsl] transpile_s: 0.0 ms" not in first.stderr  # compiled
+    (docs / "a.txt").write_text("beta\n")  # a change between runs
+    (docs / "b.txt").write_text("alpha again\n")
+    second = fdsl(server_dir, "run", script, "--root", docs, "--verbose")
+    assert second.stdout == "b.txt alpha again\n", second.stderr
+    assert "[fdsl] transpile_s: 0.0 ms" in second.stderr  # the kept Session had compiled it
+    assert "1 runners kept" in fdsl(server_dir, "server", "status").stdout
+    # the root replaced by another directory at the same path: another sandbox, never the old one's state
+    os.rename(docs, tmp_path / "old")
+    docs.mkdir()
+    (docs / "c.txt").write_text("alpha at last\n")
+    third = fdsl(server_dir, "run", script, "--root", docs, "--verbose")
+    assert third.stdout == "c.txt alpha at last\n", third.stderr
+    assert "[fdsl] transpile_s: 0.0 ms" not in third.stderr  # a new Session
+
+
+def test_a_kept_runner_lets_go_of_the_clients_output(server_dir, tmp_path):
+    """A pipe the output went into ends when the client exits (the runner, kept, holds no end of it)."""
+    script = tmp_path / "s.fdsl"
+    script.write_text("print(1)\n")
+    for _ in range(2):
+        client = subprocess.Popen([sys.executable, "-m", "runtime.client", "run", str(script), "--root", str(tmp_path)],
+                                  cwd=REPO, env=env_for(server_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, _ = client.communicate(timeout=60)  # reads to EOF: would hang while the runner kept the pipe
+        assert (client.returncode, out) == (0, b"1\n")
+
+
+def test_only_filesdsl_runs_are_kept_and_only_a_few(server_dir, tmp_path):
+    (tmp_path / "p.ps").write_text('log("hi")\n')
+    served = fdsl(server_dir, "run", tmp_path / "p.ps", "--max-steps", "0")
+    assert served.returncode == 0, served.stderr
+    assert "0 runners kept" in fdsl(server_dir, "server", "status").stdout
+    (tmp_path / "s.fdsl").write_text("print(1)\n")
+    for timeout in ("5", "6", "7", "8"):  # four command lines: the two newest are kept
+        assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path, "--timeout", timeout).returncode == 0
+    assert "2 runners kept" in fdsl(server_dir, "server", "status").stdout
+    deadline = time.monotonic() + 30
+    while len(runners(server_dir)) > 2 + 2 and time.monotonic() < deadline:  # kept + ready ones
+        time.sleep(0.05)
+    assert len(runners(server_dir)) <= 4
+
+
+def test_a_kept_runner_stopped_by_a_signal_is_not_kept(server_dir, tmp_path):
+    script = tmp_path / "spin.fdsl"
+    script.write_text(CASES["timeout"][0])
+    args = [sys.executable, "-m", "runtime.client", "run", str(script), "--root", str(tmp_path), "--timeout", "60"]
+    assert fdsl(server_dir, "run", tmp_path / "missing.fdsl", "--root", tmp_path).returncode == 2  # starts the server
+    (tmp_path / "ok.fdsl").write_text("print(1)\n")
+    client = subprocess.Popen(args, cwd=REPO, env=env_for(server_dir), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    worker = _the_running_worker(server_dir)
+    client.send_signal(signal.SIGINT)
+    client.communicate(timeout=30)
+    assert client.returncode == 130
+    assert not psutil.wait_procs([worker], timeout=10)[1]
+    assert "0 runners kept" in fdsl(server_dir, "server", "status").stdout
+
+
+def test_a_kept_runner_leaves_when_unused(server_dir, tmp_path):
+    (tmp_path / "s.fdsl").write_text("print(1)\n")
+    assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path, FDSL_SERVER_KEEP_SECONDS="1").returncode == 0
+    assert "1 runners kept" in fdsl(server_dir, "server", "status").stdout
+    deadline = time.monotonic() + 30
+    while "0 runners kept" not in fdsl(server_dir, "server", "status").stdout and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "0 runners kept" in fdsl(server_dir, "server", "status").stdout
