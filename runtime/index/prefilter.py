@@ -25,6 +25,10 @@ MAX_TOKENS = 1_000_000  # distinct tokens one mount's index may hold; past it, d
 # A larger text is not learned during a run (tokenizing it would hold up the reply, ~1 s per 16 MB,
 # without a deadline check); it is searched every time, as without an index.
 MAX_LEARNED_CHARS = 16 << 20
+# Deferred learning (a kept server runner, between its runs): the texts waiting, and the largest
+# text learned while idle (tokenizing it must not keep the next run waiting long: ~60 ms per M).
+MAX_PENDING_CHARS = 32 << 20
+MAX_IDLE_LEARNED_CHARS = 1 << 20
 
 
 def key_of(loc: Location) -> str:
@@ -59,14 +63,19 @@ class Query:
 
 
 class RunIndex:
-    def __init__(self, persistent: bool = True, learning: bool = True) -> None:
+    def __init__(self, persistent: bool = True, learning: bool = True, deferred: bool = False) -> None:
         """`persistent`: use the stored index of a mount when `fdsl index build` made one.
         `learning`: index the texts searches read, for the searches after them. Worth it when
         more searches will come (a Session, the agent tools); a one-shot run does not learn, so
         its first search costs what a plain scan costs (tokenizing every file read would make
-        it several times slower, for searches that never come)."""
+        it several times slower, for searches that never come). `deferred`: the texts wait
+        (MAX_PENDING_CHARS at most) for `learn_pending()`, called when there is time (a kept
+        server runner between its runs), so that no search pays for learning."""
         self.persistent = persistent
         self.learning = learning
+        self.deferred = deferred
+        self.pending: dict[tuple[int, str], tuple[Location, os.stat_result, str, int]] = {}
+        self.pending_chars = 0
         self._mounts: dict[int, TokenIndex] = {}
         self.warnings: list[str] = []
         self.loaded = 0  # persistent indexes in use
@@ -97,9 +106,33 @@ class RunIndex:
         return Query(self, pattern, ignore_case)
 
     def learn(self, loc: Location | None, st: os.stat_result | None, text: str, read_ns: int) -> None:
-        """Index a document the run has read (its text as the search sees it) unless known."""
+        """Index a document the run has read (its text as the search sees it) unless known;
+        with `deferred`, keep it for learn_pending()."""
         if loc is None or st is None or not self.learning:
             return
+        if self.deferred:
+            key = (loc.mount.index, key_of(loc))
+            if key in self.pending or len(text) > MAX_IDLE_LEARNED_CHARS:
+                return
+            if self.pending_chars + len(text) <= MAX_PENDING_CHARS and self.tokens(loc.mount).fresh(
+                    key[1], st.st_size, st.st_mtime_ns) is None:
+                self.pending[key] = (loc, st, text, read_ns)
+                self.pending_chars += len(text)
+            return
+        self._learn(loc, st, text, read_ns)
+
+    def learn_pending(self, stop) -> int:
+        """Learn the texts kept by a deferred index, one at a time until `stop()` says to;
+        returns how many are left. What is learned is what `learn()` would have learned when
+        the text was read: the file's size and mtime then, the text read then."""
+        while self.pending and not stop():
+            key = next(iter(self.pending))
+            loc, st, text, read_ns = self.pending.pop(key)
+            self.pending_chars -= len(text)
+            self._learn(loc, st, text, read_ns)
+        return len(self.pending)
+
+    def _learn(self, loc: Location, st: os.stat_result, text: str, read_ns: int) -> None:
         tokens = self.tokens(loc.mount)
         key = key_of(loc)
         if len(text) > MAX_LEARNED_CHARS or tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None:

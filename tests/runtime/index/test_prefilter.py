@@ -35,9 +35,9 @@ def cache_in(path: Path):
             os.environ["XDG_CACHE_HOME"] = old
 
 
-def services(root: Path) -> tuple[FilesService, FilesService]:
+def services(root: Path, deferred: bool = False) -> tuple[FilesService, FilesService]:
     plain = FilesService(VirtualFS([("/", root, False)]))
-    indexed = FilesService(VirtualFS([("/", root, False)]), index=RunIndex(persistent=False))
+    indexed = FilesService(VirtualFS([("/", root, False)]), index=RunIndex(persistent=False, deferred=deferred))
     return plain, indexed
 
 
@@ -50,22 +50,27 @@ def answers(svc: FilesService, pattern: str, ignore_case: bool, names: list[str]
     return out
 
 
-@given(corpora, run_steps)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_searches_through_the_index_equal_a_full_scan(corpus, script):
+@pytest.mark.parametrize("deferred", [False, True], ids=["learning", "deferred"])
+@given(corpus=corpora, script=run_steps)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+def test_searches_through_the_index_equal_a_full_scan(deferred, corpus, script):
+    """`deferred`: the index learns what was read after every step (a kept runner between its
+    runs), so texts read before a file changed are learned after the change."""
     with tempfile.TemporaryDirectory() as tmp, cache_in(Path(tmp) / "cache"):
         root = Path(tmp) / "root"
         (root / "sub").mkdir(parents=True)
         clock = Clock()
         for name, text in corpus.items():
             clock.write(root, name, text)
-        plain, indexed = services(root)
+        plain, indexed = services(root, deferred)
         for step in script + [("query", "alpha", True), ("query", "alpha", True)]:
+            if deferred:
+                indexed.index.learn_pending(lambda: False)
             if step[0] == "build":
                 with redirect_stdout(io.StringIO()):
                     assert main(["index", "build", str(root)]) == 0
             elif step[0] == "newrun":
-                indexed = FilesService(VirtualFS([("/", root, False)]), index=RunIndex())
+                indexed = FilesService(VirtualFS([("/", root, False)]), index=RunIndex(deferred=deferred))
             elif step[0] == "write":
                 clock.write(root, step[1], step[2])
             elif step[0] == "delete":
@@ -99,6 +104,29 @@ def test_what_the_index_rules_out_is_not_read(tmp_path):
     assert indexed.dir_search(".", "token5", "content", True, True)["files"][0]["path"] == "doc05.txt"
     assert indexed.file_contains("doc03.txt", "token5", True) is False
     assert reads == ["doc05.txt"]  # the one candidate; doc03.txt is ruled out unread
+
+
+def test_a_deferred_index_learns_when_told_and_stops_when_asked(tmp_path):
+    clock = Clock()
+    for i in range(20):
+        clock.write(tmp_path, f"doc{i:02}.txt", f"common words here\nonly in {i:02}: token{i}\n")
+    _, indexed = services(tmp_path, deferred=True)
+    reads = []
+    original = indexed.vfs.read_entry
+    indexed.vfs.read_entry = lambda entry, *a: reads.append(entry.vpath) or original(entry, *a)
+    assert indexed.dir_grep(".", "token7", None, True)["total"] == 1
+    assert indexed.index.learned == 0 and len(indexed.index.pending) == 20  # the search paid for no learning
+    reads.clear()
+    assert indexed.dir_grep(".", "token8", None, True)["total"] == 1
+    # nothing learned yet: every file read again (doc07.txt, a hit, is in the document store)
+    assert set(reads) == {f"doc{i:02}.txt" for i in range(20)} - {"doc07.txt"}
+    asked = []
+    assert indexed.index.learn_pending(lambda: asked.append(1) or len(asked) > 5) == 15  # stopped when asked
+    assert indexed.index.learned == 5
+    assert indexed.index.learn_pending(lambda: False) == 0 and indexed.index.learned == 20
+    reads.clear()
+    assert indexed.dir_grep(".", r"only in 13: token13\b", None, False)["total"] == 1
+    assert set(reads) == {"doc13.txt"}
 
 
 def test_a_changed_file_is_searched_again(tmp_path):
