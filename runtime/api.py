@@ -240,9 +240,9 @@ def filesdsl_run(sandbox, *, approve, limits: Limits, deadline: float, isolation
         if shared is not None:
             shared["store"] = store
     store.begin_run(deadline)
-    # The run's index: a stored one (fdsl index build) when there is one; a session's also
-    # learns what its runs read, for their later searches (a one-shot run's first search
-    # would only pay for tokenizing what it reads)
+    # The run's index: a stored one (fdsl index build) when there is one; a session's (made by
+    # the Session) also learns what its runs read, between runs, for their later searches (a
+    # one-shot run's first search would only pay for tokenizing what it reads)
     index = shared.setdefault("index", RunIndex()) if shared is not None else RunIndex(learning=False)
     vfs = VirtualFS(sandbox, approve=approve)
     service = FilesService(vfs, store, deadline=deadline, max_reply_bytes=limits.max_reply_bytes, index=index)

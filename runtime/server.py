@@ -400,30 +400,16 @@ class WarmRuns:
             from runtime.session import Session
 
             self.close()
-            from runtime.index.prefilter import RunIndex
-
             try:
                 self.session = Session(sandbox=sandbox, approve=approve, workers=1, **limits)
             except RunSetupError:  # run_script reports it as a usage error
                 return run_script(source, sandbox=sandbox, lang=lang, approve=approve, filename=filename,
                                   on_output=on_output, **limits)
-            # Its searches learn nothing while they run (a first search costs a plain scan's time);
-            # the runner teaches the index what they read while it waits (learn_while_idle).
-            self.session.shared["index"] = RunIndex(deferred=True)
             self.signature = signature
         self.session.approve = approve  # this request's terminal
         result = self.session.run(source, lang=lang, filename=filename, on_output=on_output)
         self.warm = True
         return result
-
-    def learn_while_idle(self, sock: socket.socket) -> None:
-        """Between runs: the Session's index learns the texts its runs read, one at a time,
-        until a request (or the server's EOF) makes the socket readable."""
-        index = self.session.shared.get("index") if self.session is not None else None
-        if index is not None and index.pending:
-            import select
-
-            index.learn_pending(lambda: bool(select.select([sock], [], [], 0)[0]))
 
     def close(self) -> None:
         if self.session is not None:
@@ -470,7 +456,6 @@ def runner(sock: socket.socket) -> None:
                 return
             release_client(fds[3:])
             send(sock, {"t": "done", "code": code})
-            warm.learn_while_idle(sock)
             try:  # the next request, or EOF when the server lets it go (unused, or the server stops)
                 request, fds = receive_request(sock)
             except (OSError, EOFError, protocol.ProtocolError):

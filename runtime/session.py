@@ -31,6 +31,7 @@ from runtime.api import (
 )
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.errors import RunSetupError, SandboxConfigError
+from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
 from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, start_worker
@@ -110,6 +111,34 @@ class WorkerPool:
             _discard(proc)
 
 
+class IdleLearner:
+    """Teaches a session's index, between its runs, the texts its searches read (a deferred
+    RunIndex: a search pays for no learning). One text at a time, and never while a run holds
+    `lock`: a run waits at most for one text's tokenizing (1 M characters at most)."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.closed = False
+        self.thread = threading.Thread(target=self._learn, name="fdsl-index-learner", daemon=True)
+        self.thread.start()
+
+    def _learn(self) -> None:
+        while not self.closed:
+            self.wake.wait()
+            self.wake.clear()
+            while self.index.pending and not self.closed:
+                with self.lock:
+                    self.index.learn_pending(iter((False, True)).__next__)  # one text
+
+    def close(self) -> None:
+        self.closed = True
+        self.wake.set()
+        if self.thread is not threading.current_thread():
+            self.thread.join()
+
+
 def _discard(proc) -> None:
     kill_group(proc.pid)
     _collect(proc)
@@ -144,10 +173,12 @@ class Session:
                 root, mounts, "ps" if self.options.get("project") is not None else "fdsl", self.options)
         except SandboxConfigError as exc:
             raise RunSetupError(str(exc)) from None
-        self.shared: dict = {}
+        # Its index learns between runs (IdleLearner), so that no search pays for learning.
+        self.shared: dict = {"index": RunIndex(deferred=True)}
+        self.learner = IdleLearner(self.shared["index"])
         self.pool = WorkerPool(workers) if workers else None
         self.closed = False
-        self._finalizer = weakref.finalize(self, _close, self.pool, self.shared)
+        self._finalizer = weakref.finalize(self, _close, self.pool, self.shared, self.learner)
 
     def run(self, source: str, *, lang: str = "fdsl", filename: str = "<script>", on_output=None) -> RunResult:
         if self.closed:
@@ -156,13 +187,16 @@ class Session:
             return _usage(RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}"), 0.0)
         options = self.options if lang == "ps" else {}
         try:
-            return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
-                           approve=self.approve, options=options, on_output=on_output, sandbox_of=lambda: self.sandbox,
-                           shared=self.shared, take_worker=self.pool.take if self.pool is not None else None,
-                           retire_worker=self.pool.retire if self.pool is not None else None)
+            with self.learner.lock:  # the index does not learn while a run searches it
+                return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
+                               approve=self.approve, options=options, on_output=on_output,
+                               sandbox_of=lambda: self.sandbox, shared=self.shared,
+                               take_worker=self.pool.take if self.pool is not None else None,
+                               retire_worker=self.pool.retire if self.pool is not None else None)
         finally:
             if self.pool is not None:
                 self.pool.wanted.set()
+            self.learner.wake.set()
 
     def close(self) -> None:
         """End the waiting workers and the document store's PDF extractor."""
@@ -176,7 +210,8 @@ class Session:
         self.close()
 
 
-def _close(pool: WorkerPool | None, shared: dict) -> None:
+def _close(pool: WorkerPool | None, shared: dict, learner: IdleLearner) -> None:
+    learner.close()
     if pool is not None:
         pool.close()
     store = shared.pop("store", None)

@@ -4,6 +4,7 @@ between runs, and never a worker reused or left behind."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 
 import psutil
@@ -173,8 +174,15 @@ def test_a_sessions_runs_share_an_index_that_learns_and_a_one_shot_run_does_not_
     FilesService(VirtualFS([("/", docs, False)]), index=one_shot).dir_grep("/", "alpha", None, False)
     assert one_shot.learned == 0  # its first search costs a plain scan, nothing more
     with Session(root=str(docs), timeout=30) as session:
+        index, learners = session.shared["index"], []
+        learn = index._learn
+        index._learn = lambda *a: learners.append(threading.current_thread().name) or learn(*a)
         assert session.run('print(len(Directory("/").grep("alpha")))\n').output == "2\n"
-        assert session.shared["index"].learned == 2  # both documents, for the next runs' searches
+        deadline = time.monotonic() + 10  # between runs, the session's learner teaches the index
+        while session.shared["index"].learned < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert session.shared["index"].learned == 2 and not session.shared["index"].pending
+        assert learners == ["fdsl-index-learner"] * 2  # learned between runs, never by the search
         assert session.run('print(len(Directory("/").grep("zzz")))\n').output == "0\n"
 
 
