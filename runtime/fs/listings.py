@@ -108,6 +108,7 @@ class Listings:
         if fd is None:
             return []
         vprefix, rprefix = prefixes
+        host_prefix = dir_loc.host.rstrip("/") + "/"  # each entry's real path: Location.host, joined once
         entries = []
         try:
             with os.scandir(fd) as it:
@@ -131,7 +132,7 @@ class Listings:
                         real = loc.host if loc is not None else None
                     else:
                         loc = Location(parts + (name,), own_parts + (name,), dir_loc.mount, True)
-                        st, real = lst, loc.host
+                        st, real = lst, host_prefix + name
                     entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc)
                     if self._readable_entry(entry):
                         entries.append(entry)
