@@ -63,10 +63,21 @@ def _load() -> None:
         _state["openat2"] = False
 
 
+_HOWS: dict[int, tuple] = {}  # flags -> (open_how, its byref, its size) of the opens without a mode
+
+
 def _openat2(dirfd: int, path: bytes, flags: int, mode: int) -> int:
-    how = _OpenHow(flags | O_CLOEXEC, mode if flags & os.O_CREAT else 0, _RESOLVE)
+    if flags & os.O_CREAT:
+        how = _OpenHow(flags | O_CLOEXEC, mode, _RESOLVE)
+        ref, size = ctypes.byref(how), ctypes.sizeof(how)
+    else:  # built once per flags: a broker call's stat or read pays for the syscall only
+        kept = _HOWS.get(flags)
+        if kept is None:
+            how = _OpenHow(flags | O_CLOEXEC, 0, _RESOLVE)
+            kept = _HOWS.setdefault(flags, (how, ctypes.byref(how), ctypes.sizeof(how)))
+        _, ref, size = kept
     while True:
-        fd = _syscall(_SYS_OPENAT2, dirfd, path, ctypes.byref(how), ctypes.sizeof(how))
+        fd = _syscall(_SYS_OPENAT2, dirfd, path, ref, size)
         if fd >= 0:
             return fd
         err = ctypes.get_errno()
@@ -114,6 +125,35 @@ def open_beneath(dirfd: int, parts: tuple[str, ...], flags: int, mode: int = 0o6
                 raise Raced() from None
             raise
     return _walk_open(dirfd, parts, flags, mode)
+
+
+def stat_encoded(dirfd: int, parts: tuple[str, ...], encoded: bytes) -> os.stat_result:
+    """fstat of `parts` opened O_PATH beneath `dirfd` exactly as `open_beneath` opens them (a
+    final symlink the O_NOFOLLOW walk opens itself is returned as one): a path cache's check
+    (runtime/fs/pathcache.py), given components `check_parts` accepted and `encoded`, their
+    "/"-joined bytes, so a call pays for the syscalls only."""
+    if parts and _state["openat2"]:
+        try:
+            fd = _openat2(dirfd, encoded, O_PATH | O_NOFOLLOW, 0)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                raise Raced() from None
+            raise
+    else:
+        fd = open_beneath(dirfd, parts, O_PATH)
+    try:
+        return os.fstat(fd)
+    finally:
+        os.close(fd)
+
+
+def check_parts(parts: tuple[str, ...]) -> bool:
+    """Whether `parts` are components open_beneath accepts (no "", ".", "..", "/" or NUL)."""
+    try:
+        _check_parts(parts)
+    except Raced:
+        return False
+    return True
 
 
 def _walk_open(dirfd: int, parts: tuple[str, ...], flags: int, mode: int) -> int:

@@ -45,6 +45,7 @@ from runtime.fs.entries import VIRTUAL_DIR_STAT, Resolved, WalkEntry
 from runtime.fs.fileio import read_upto, regular
 from runtime.fs.listings import Listings
 from runtime.fs.mounts import Location, MountState
+from runtime.fs.pathcache import PathCache
 from runtime.fs.paths import absolute, refuse_directory_syntax, relative
 from runtime.fs.sandbox import Sandbox
 
@@ -110,6 +111,11 @@ class VirtualFS(Listings):
         return Resolved(loc.requested, relative(loc.requested), loc.mount, host, host, loc)
 
     def _fstat(self, res: Resolved, missing: str) -> os.stat_result:
+        return self._fstat_at(res, missing)[1]
+
+    def _fstat_at(self, res: Resolved, missing: str) -> tuple[Location, os.stat_result]:
+        """(the location opened, its fstat): `res.loc`, or its new resolution if a component
+        was swapped for a symlink in between."""
         loc = res.loc
         for _ in range(3):
             try:
@@ -123,7 +129,7 @@ class VirtualFS(Listings):
             except OSError as exc:
                 raise ScriptError(f"cannot access {res.vpath}: {exc.strerror or 'error'}") from None
             try:
-                return os.fstat(fd)
+                return loc, os.fstat(fd)
             finally:
                 os.close(fd)
         raise ScriptError(f"{res.vpath} changed while it was being opened; try again")
@@ -149,14 +155,39 @@ class VirtualFS(Listings):
         """stat of a resolved path; ScriptError 'no such file' if missing (or dangling)."""
         return self._fstat(res, "no such file or directory")
 
+    @property
+    def path_cache(self) -> PathCache:
+        """The resolutions this VirtualFS made (runtime/fs/pathcache.py), for its sandbox."""
+        cache = self.__dict__.get("_paths")
+        if cache is None or cache.sandbox is not self.sandbox:
+            cache = self.__dict__["_paths"] = PathCache(self.sandbox)
+        return cache
+
+    def _cached(self, path: str, want: Callable[[int], bool]) -> tuple[Resolved, os.stat_result] | None:
+        """The path cache's resolution of `path` and a fresh fstat of what it names, served only
+        when that is what the caller wants (`want(st_mode)`); otherwise None (the entry dropped),
+        and the caller resolves afresh: its refusals and errors are the uncached ones."""
+        cache = self.path_cache
+        hit = cache.stat(path)
+        if hit is not None:
+            if want(hit[1].st_mode):
+                return hit
+            cache.drop(path)
+        return None
+
     def resolve_file(self, path: str) -> tuple[Resolved, os.stat_result]:
         refuse_directory_syntax(path)
+        hit = self._cached(path, statmod.S_ISREG)
+        if hit is not None:
+            return hit
         res = self.resolve(path)
-        st = self._fstat(res, "no such file")
+        loc, st = self._fstat_at(res, "no such file")
         if statmod.S_ISDIR(st.st_mode):
             raise ScriptError(f"{res.vpath} is a directory, not a file")
         if not statmod.S_ISREG(st.st_mode):
             raise ScriptError(f"{res.vpath} is not a regular file")
+        if loc is res.loc:
+            self.path_cache.remember(path, res, st)
         return res, st
 
     def locate_dir(self, path: str) -> Resolved:
@@ -174,17 +205,22 @@ class VirtualFS(Listings):
 
     def resolve_dir(self, path: str) -> tuple[Resolved, os.stat_result]:
         """A directory to list or walk: a real one, or a virtual one leading to readable roots."""
+        hit = self._cached(path, statmod.S_ISDIR)
+        if hit is not None:
+            return hit
         res = self.locate_dir(path)
         if res.loc is None:
             return res, VIRTUAL_DIR_STAT
         try:
-            st = self._fstat(res, "no such directory")
+            loc, st = self._fstat_at(res, "no such directory")
         except ScriptError:
             if not self._leads_to(res.parts):
                 raise
             return self._virtual(res.parts), VIRTUAL_DIR_STAT
         if not statmod.S_ISDIR(st.st_mode):
             raise ScriptError(f"{res.vpath} is a file, not a directory")
+        if loc is res.loc:
+            self.path_cache.remember(path, res, st)
         return res, st
 
     def _leads_to(self, parts: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
