@@ -279,6 +279,13 @@ MAX_NOTED = 10
 MAX_OUTLINES_KEPT = 1000  # outlines asked of the extractor alone, kept while their file is unchanged
 
 
+def identity(st: os.stat_result) -> tuple[int, ...]:
+    """What a cached document must still match to be served again: mtime and size, and the
+    inode and its change time, so that a file replaced by one of the same size with its mtime
+    set back (utime sets the ctime) is read again."""
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+
 class DocumentStore:
     """The run's parsed documents, each read and parsed once while unchanged: keyed by its
     real host path and revalidated by (mtime_ns, size).
@@ -319,7 +326,7 @@ class DocumentStore:
 
     def cached(self, real: str, vpath: str, st: os.stat_result) -> Document | None:
         hit = self._cache.get(real)
-        if hit is not None and hit[0] == (st.st_mtime_ns, st.st_size):
+        if hit is not None and hit[0] == identity(st):
             self._cache.move_to_end(real)
             doc = hit[1]
             if doc.damaged:  # told to each run that reads it, not only the one that parsed it
@@ -355,7 +362,7 @@ class DocumentStore:
         doc = self.cached(res.real, res.vpath, st)
         if doc is not None:
             return list(doc.outline or [])
-        key = (st.st_mtime_ns, st.st_size)
+        key = identity(st)
         kept = self._outlines.get(res.real)
         if kept is not None and kept[0] == key:
             return list(kept[1])
@@ -365,7 +372,7 @@ class DocumentStore:
             self._note_damaged(res.vpath)
         if len(self._outlines) >= MAX_OUTLINES_KEPT:
             self._outlines.pop(next(iter(self._outlines)))
-        self._outlines[res.real] = ((fst.st_mtime_ns, fst.st_size), outline)
+        self._outlines[res.real] = (identity(fst), outline)
         return list(outline)
 
     def read_entry(self, vfs: VirtualFS, entry: WalkEntry) -> bytes:
@@ -396,7 +403,7 @@ class DocumentStore:
         del data
         if doc.damaged:
             self._note_damaged(vpath)
-        self._keep(real, (st.st_mtime_ns, st.st_size), doc)
+        self._keep(real, identity(st), doc)
         return doc
 
     def _note_damaged(self, vpath: str) -> None:
@@ -414,7 +421,7 @@ class DocumentStore:
         return [f"damaged PDF{'s' if self.damaged_count != 1 else ''} repaired on opening, whose text may be "
                 f"incomplete: {names}"]
 
-    def _keep(self, real: str, key: tuple[int, int], doc: Document) -> None:
+    def _keep(self, real: str, key: tuple[int, ...], doc: Document) -> None:
         cost = memory_cost(doc)
         if cost > self.memory_bytes:
             # A DocumentLimit: a search over many files skips this one (and names it); reading it is an error

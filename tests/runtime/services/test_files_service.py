@@ -317,3 +317,23 @@ def test_line_starts_are_the_ends_of_splitlines_line_breaks(text):
 
     breaks = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines()'s breaks
     assert line_starts(text) == [0] + [m.end() for m in breaks.finditer(text)]
+
+
+@pytest.mark.parametrize("how", ["in place", "renamed over"])
+def test_a_file_replaced_with_the_same_size_and_mtime_is_read_again(tmp_path, how):
+    """The document store keeps parsed files while they are unchanged: mtime and size alone
+    would serve a same-size replacement whose mtime was set back; the inode and ctime tell."""
+    target = tmp_path / "a.txt"
+    target.write_text("aaaa\n")
+    before = os.stat(target)
+    svc = FilesService(VirtualFS([("/", tmp_path, False)]))
+    assert svc.file_read("a.txt", None) == "aaaa\n"
+    if how == "in place":
+        target.write_text("bbbb\n")
+    else:
+        (tmp_path / "new.txt").write_text("bbbb\n")
+        os.replace(tmp_path / "new.txt", target)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(target)
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert svc.file_read("a.txt", None) == "bbbb\n"
