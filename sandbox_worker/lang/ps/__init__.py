@@ -71,10 +71,12 @@ def restricted_globals(client: BrokerClient) -> dict:
     rt = Runtime(client, config if type(config) is dict else {})
     b = ScriptBuiltins(rt)
     m = LLMBuiltins(rt, b.apply)
-    return {
+    namespace = rt.globals  # ps_n, ps_at: the step counter the generated code keeps
+    namespace.update({
         "__builtins__": {
             "log": b.log, "len": length, "range": ps_range, "apply": b.apply, "parallel": b.parallel,
-            "ps_main": lambda: MainBlock(rt), "ps_step": rt.step_hook(),
+            "ps_main": lambda: MainBlock(rt), "ps_step": rt.step_hook(), "ps_check": rt.check_hook(),
+            "ps_run": rt.run_hook(), "ps_type": type, "ps_int": int,
             "ps_add": ps_add, "ps_sub": ps_sub, "ps_mul": ps_mul, "ps_div": ps_div, "ps_mod": ps_mod,
             "ps_neg": ps_neg, "ps_eq": ps_eq, "ps_ne": ps_ne, "ps_lt": ps_lt, "ps_le": ps_le,
             "ps_gt": ps_gt, "ps_ge": ps_ge, "ps_in": ps_in, "ps_not_in": ps_not_in,
@@ -91,4 +93,5 @@ def restricted_globals(client: BrokerClient) -> dict:
         "_getitem_": guarded_getitem,
         "_getiter_": guarded_iter,
         "_write_": guarded_write,
-    }
+    })
+    return namespace
