@@ -1,10 +1,20 @@
 """PromptScript AST -> libcst nodes -> Python source (RestrictedPython-compatible) + ``SourceMap``.
 
 The contract with the worker (sandbox_worker/lang/ps/), one line per rewrite:
-  * Rewrite the module body to ``with ps_main():`` + body: the worker's run block (it reports
-    the final step count and words any Python error the PromptScript way).
-  * Rewrite each statement to ``ps_step(); <statement>`` (compound statements: ``ps_step()``
-    on the line before): the worker counts steps against --max-steps and checks --max-time.
+  * Rewrite the module body to ``@ps_run({<table>})`` / ``def ps_script(<rebound LLM
+    built-ins as defaults>):`` / ``global ps_n`` / ``with ps_main():`` + body: the script is a
+    function run at once (fast locals), ``ps_main`` the worker's run block (it reports the final
+    step count and words any Python error the PromptScript way).
+  * Rewrite each statement outside loops and functions to ``ps_step(); <statement>``
+    (compound statements: ``ps_step()`` on the line before): the worker counts steps against
+    --max-steps and checks --max-time. Inside loops and functions (``global ps_n`` in each
+    def), count each run of k statements at once: ``if (ps_n := ps_n + k) < ps_at:`` the
+    statements, ``else:`` ``ps_n = ps_n - k`` and each statement after its ``ps_step()``; one
+    statement: ``if (ps_n := ps_n + 1) >= ps_at: ps_check()`` (``hot_body`` and ``run`` say
+    what a run is; ``charged_lines`` makes the table of ``@ps_run``).
+  * Inside loops and functions, rewrite ``a OP b`` (``+ - *``, ``%`` by a non-zero literal,
+    ``== != < <= > >=``) of variables and integer literals to ``(a OP b if ps_type(a) is
+    ps_int and ... else ps_helper(a, b))``.
   * Rewrite ``a + b`` to ``ps_add(a, b)`` (string concatenation with DSL rendering, number
     addition, array concatenation, nothing else) and ``- * / %`` to ``ps_sub``, ``ps_mul``,
     ``ps_div``, ``ps_mod`` (numbers only, booleans are not numbers); unary minus to

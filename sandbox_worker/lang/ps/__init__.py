@@ -23,7 +23,9 @@ inside the worker's own helper code called by the script (a built-in, an operato
 backoff sleep): the error then surfaces at the script's call site, inside every enclosing
 block. Everywhere else it is deferred to the next safe point: in the script's own code or in
 block machinery (a block's ``__enter__``/``__exit__``, ``MACHINERY``), to the next statement
-(``ps_step``, which every statement starts with); while the worker talks to the broker (a
+(``ps_step``, which every statement starts with), or in a loop or a function to the next run
+of statements (whose counting sees ``ps_at`` 0 and takes the per-statement path: see
+runtime.py); while the worker talks to the broker (a
 critical section), likewise, once the reply is in. So a scope is always entered and left in
 full, on both sides of the pipe, and a block's timeout always reaches the block that owns it.
 

@@ -106,6 +106,8 @@ SCRIPTS = {
                         '  with policy { allowActions: ["REPORT"] }:\n    c = i\n    log(c)\nlog("end")\n',
     "guard lambda": 'for i in range(5):\n  a = i\n  guard a < 3\n  log(a)\n',
     "unbound in a loop": 'for i in range(3):\n  if i == 2:\n    log(zz)\n  a = i\n  log(a)\n  zz = 1\n',
+    "multi-line literals": 'for i in range(3):\n  x = {\n    a: i,\n    b: [1,\n      2]\n  }\n  y = `two\nlines`\n'
+                           '  z = 10 / (1 - i)\n  log(x, y, z)\n',
     "rebound built-in": 'plan = 3\nlog(plan)\nfor i in range(2):\n  plan = plan + i\n  log(plan)\n',
 }
 
