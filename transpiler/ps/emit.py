@@ -87,8 +87,9 @@ def _step() -> cst.Expr:
     return cst.Expr(_call("ps_step"))
 
 
-# Built-ins that never run script code and never count steps: a call of one may sit inside a run.
-_PLAIN_CALLS = BUILTINS - REBINDABLE - {"run_agent"}
+# Built-ins that never run script code and never count steps: a call of one may sit inside a
+# run (log, len, range, apply, parallel; the LLM built-ins can be rebound, run_agent counts).
+_PLAIN_CALLS = BUILTINS - REBINDABLE
 _SIMPLE = (A.Assign, A.ExprStmt, A.Return, A.Guard, A.Break, A.Continue, A.Pass)
 _LAST = (A.Break, A.Continue, A.Return)  # nothing after one of these in a run ever runs
 _HEADERS = (A.If, A.While, A.For, A.FunctionDef, A.ClassDef)  # may end a run (counted in it)
@@ -234,10 +235,11 @@ class _Emitter(EmitterBase):
     def hot_body(self, stmts) -> list[cst.BaseStatement]:
         """A loop's or a function's body: its statements in runs, each counted once (``run``).
         A run is straight-line code: simple statements, ended by a statement that may run
-        script code (a call of anything but a plain built-in: the statements it runs are counted
-        after this run's, so none of this run may be left uncounted... or counted ahead of them),
-        by break/continue/return, or by a compound statement's header (if, while, for, def,
-        class), which is counted in it. A policy, retry or timeout block stands alone."""
+        script code or count steps (a call of anything but a plain built-in), by
+        break/continue/return, or by a compound statement's header (if, while, for, def,
+        class), which is counted in it. So whenever other code counts (the function a run
+        calls), every statement counted ahead has run, and the count is exact. A policy,
+        retry or timeout block stands alone (it counts itself, as outside loops)."""
         out: list[cst.BaseStatement] = []
         run: list[A.Node] = []
         for s in stmts:
