@@ -48,7 +48,9 @@ class FakeBroker:
             return None
         if op == "ps.scope":
             return {"allowActions": ["REPORT"]}
-        if op == "ps.action":
+        if op == "ps.action":  # REPORT "late": the enclosing timeout block's deadline passed in the broker
+            if args["args"].get("message") == "late":
+                raise ScriptFailure("TimeoutError", "the block's deadline passed")
             raise ScriptFailure("RuntimeError", "REPORT: refused here")
         return None
 
@@ -104,6 +106,9 @@ SCRIPTS = {
     "action refused": 'retry 2:\n  for i in range(3):\n    a = i\n    apply("REPORT", {message: "m"})\n    log(a)\n',
     "blocks in a loop": 'for i in range(3):\n  timeout 100000:\n    a = i\n    log(a)\n  b = i\n'
                         '  with policy { allowActions: ["REPORT"] }:\n    c = i\n    log(c)\nlog("end")\n',
+    "timeout interrupts a run": 'n = 0\nretry 3:\n  n = n + 1\n  for i in range(2):\n    timeout 1000:\n'
+                                '      a = i\n      apply("REPORT", {message: "late"})\n      b = a\n      log(b)\n'
+                                '    c = i\nlog("end", n)\n',
     "guard lambda": 'for i in range(5):\n  a = i\n  guard a < 3\n  log(a)\n',
     "unbound in a loop": 'for i in range(3):\n  if i == 2:\n    log(zz)\n  a = i\n  log(a)\n  zz = 1\n',
     "multi-line literals": 'for i in range(3):\n  x = {\n    a: i,\n    b: [1,\n      2]\n  }\n  y = `two\nlines`\n'
