@@ -1,10 +1,20 @@
 """PromptScript AST -> libcst nodes -> Python source (RestrictedPython-compatible) + ``SourceMap``.
 
 The contract with the worker (sandbox_worker/lang/ps/), one line per rewrite:
-  * Rewrite the module body to ``with ps_main():`` + body: the worker's run block (it reports
-    the final step count and words any Python error the PromptScript way).
-  * Rewrite each statement to ``ps_step(); <statement>`` (compound statements: ``ps_step()``
-    on the line before): the worker counts steps against --max-steps and checks --max-time.
+  * Rewrite the module body to ``@ps_run({<table>})`` / ``def ps_script(<rebound LLM
+    built-ins as defaults>):`` / ``global ps_n`` / ``with ps_main():`` + body: the script is a
+    function run at once (fast locals), ``ps_main`` the worker's run block (it reports the final
+    step count and words any Python error the PromptScript way).
+  * Rewrite each statement outside loops and functions to ``ps_step(); <statement>``
+    (compound statements: ``ps_step()`` on the line before): the worker counts steps against
+    --max-steps and checks --max-time. Inside loops and functions (``global ps_n`` in each
+    def), count each run of k statements at once: ``if (ps_n := ps_n + k) < ps_at:`` the
+    statements, ``else:`` ``ps_n = ps_n - k`` and each statement after its ``ps_step()``; one
+    statement: ``if (ps_n := ps_n + 1) >= ps_at: ps_check()`` (``hot_body`` and ``run`` say
+    what a run is; ``charged_lines`` makes the table of ``@ps_run``).
+  * Inside loops and functions, rewrite ``a OP b`` (``+ - *``, ``%`` by a non-zero literal,
+    ``== != < <= > >=``) of variables and integer literals to ``(a OP b if ps_type(a) is
+    ps_int and ... else ps_helper(a, b))``.
   * Rewrite ``a + b`` to ``ps_add(a, b)`` (string concatenation with DSL rendering, number
     addition, array concatenation, nothing else) and ``- * / %`` to ``ps_sub``, ``ps_mul``,
     ``ps_div``, ``ps_mod`` (numbers only, booleans are not numbers); unary minus to
@@ -31,12 +41,15 @@ Each statement is preceded by a ``# L<n>: <DSL line>`` comment.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..emitbase import Emitted, EmitterBase, emit_guarded
 from ..errors import DSLError
 from . import ast as A
-from .surface import RUNTIME_VARS
+from .check import _defined
+from .surface import BUILTINS, REBINDABLE, RUNTIME_VARS
 
 __all__ = ["emit", "HEADER"]
 
@@ -74,7 +87,64 @@ def _step() -> cst.Expr:
     return cst.Expr(_call("ps_step"))
 
 
+# Built-ins that never run script code and never count steps: a call of one may sit inside a
+# run (log, len, range, apply, parallel; the LLM built-ins can be rebound, run_agent counts).
+_PLAIN_CALLS = BUILTINS - REBINDABLE
+_SIMPLE = (A.Assign, A.ExprStmt, A.Return, A.Guard, A.Break, A.Continue, A.Pass)
+_LAST = (A.Break, A.Continue, A.Return)  # nothing after one of these in a run ever runs
+_HEADERS = (A.If, A.While, A.For, A.FunctionDef, A.ClassDef)  # may end a run (counted in it)
+_FAST_BIN = {"+": cst.Add, "-": cst.Subtract, "*": cst.Multiply, "%": cst.Modulo}
+_FAST_CMP = {"==": cst.Equal, "!=": cst.NotEqual, "<": cst.LessThan, "<=": cst.LessThanEqual,
+             ">": cst.GreaterThan, ">=": cst.GreaterThanEqual}
+_GUARD = re.compile(r"( *)if \(ps_n := ps_n \+ (\d+)\) < ps_at:$")
+
+
+def _int_literal(node: A.Node) -> bool:
+    if isinstance(node, A.UnaryOp) and node.op == "-":
+        node = node.operand
+    return isinstance(node, A.Const) and type(node.value) is int
+
+
+def _global_counter() -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name("ps_n"))])])
+
+
+def _charge(k: int) -> cst.NamedExpr:
+    """``(ps_n := ps_n + k)``: count k statements in the script's global counter."""
+    return cst.NamedExpr(target=cst.Name("ps_n"), value=cst.BinaryOperation(
+        cst.Name("ps_n"), cst.Add(), cst.Integer(str(k))), lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def charged_lines(python: str) -> dict[int, int]:
+    """Generated line -> statements of its run after it, for each statement of a run's fast
+    copy (read back from the emitted text: ``if (ps_n := ps_n + K) < ps_at:`` then, one deeper,
+    the run's statements, each on one line after its ``# L<n>:`` comment)."""
+    table: dict[int, int] = {}
+    lines = python.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _GUARD.fullmatch(lines[i])
+        i += 1
+        if not m:
+            continue
+        indent, left = len(m.group(1)), int(m.group(2)) - 1
+        while i < len(lines) and (len(lines[i]) - len(lines[i].lstrip(" ")) > indent or not lines[i].strip()):
+            text = lines[i].strip()
+            if text and not text.startswith("#"):
+                if left > 0:
+                    table[i + 1] = left
+                left -= 1
+            i += 1
+    return table
+
+
 class _Emitter(EmitterBase):
+    # False: every statement counts itself, also in loops and functions, with no fast paths (the
+    # reference form the tests compare the runs with; never used otherwise)
+    runs = True
+    hot = False  # inside a loop or a function: runs counted once, integer fast paths
+    bound: frozenset = frozenset()  # every name the script binds (a parameter may shadow `len`)
+
     # -- expressions ---------------------------------------------------------------------------
 
     def expr(self, node: A.Node, min_prec: int = 0) -> cst.BaseExpression:
@@ -105,7 +175,8 @@ class _Emitter(EmitterBase):
             return cst.Dict([cst.DictElement(_string(k), self.expr(v))
                              for k, v in zip(node.keys, node.values)])
         if isinstance(node, A.BinOp):
-            return _call(_BIN_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
+            fast = self.hot and self._fast(node, _FAST_BIN.get(node.op), _BIN_HELPERS[node.op])
+            return fast or _call(_BIN_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
         if isinstance(node, A.UnaryOp):
             if node.op == "not":
                 return cst.UnaryOperation(cst.Not(), self.expr(node.operand, NOT))
@@ -118,7 +189,8 @@ class _Emitter(EmitterBase):
             return cst.BooleanOperation(left=self.expr(node.left, prec), operator=op,
                                         right=self.expr(node.right, prec + 1))
         if isinstance(node, A.Compare):
-            return _call(_CMP_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
+            fast = self.hot and self._fast(node, _FAST_CMP.get(node.op), _CMP_HELPERS[node.op])
+            return fast or _call(_CMP_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
         if isinstance(node, A.Call):
             return cst.Call(func=self.expr(node.func, ATOM), args=[cst.Arg(self.expr(a)) for a in node.args])
         if isinstance(node, A.Attr):
@@ -128,13 +200,106 @@ class _Emitter(EmitterBase):
                                  slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))])
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
+    def _fast(self, node, op, helper: str) -> cst.IfExp | None:
+        """``(a OP b if ps_type(a) is ps_int and ... else ps_helper(a, b))`` for two operands that
+        are variables or integer literals (at least one variable): two integers are the case
+        where Python's operator is exactly the helper (no booleans, strings, floats or errors);
+        every other case goes to the helper. ``%`` only by a non-zero literal."""
+        left, right = node.left, node.right
+        names = [n for n in (left, right) if isinstance(n, A.Name) and n.id not in RUNTIME_VARS]
+        if op is None or not names or not all(n in names or _int_literal(n) for n in (left, right)):
+            return None
+        if node.op == "%" and not (_int_literal(right) and right.value != 0 if isinstance(right, A.Const) else False):
+            return None
+        test = None
+        for n in names:
+            check = cst.Comparison(_call("ps_type", self.expr(n)), [cst.ComparisonTarget(cst.Is(), cst.Name("ps_int"))])
+            test = check if test is None else cst.BooleanOperation(test, cst.And(), check)
+        if isinstance(node, A.BinOp):
+            body = cst.BinaryOperation(self.expr(left, NEG), op(), self.expr(right, NEG))
+        else:
+            body = cst.Comparison(self.expr(left, NEG), [cst.ComparisonTarget(op(), self.expr(right, NEG))])
+        return cst.IfExp(test=test, body=body, orelse=_call(helper, self.expr(left), self.expr(right)),
+                         lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
     # -- statements ----------------------------------------------------------------------------
 
     def body(self, stmts) -> list[cst.BaseStatement]:
+        if self.hot:
+            return self.hot_body(stmts)
         out: list[cst.BaseStatement] = []
         for s in stmts:
             out.extend(self.stmt(s))
         return out
+
+    def hot_body(self, stmts) -> list[cst.BaseStatement]:
+        """A loop's or a function's body: its statements in runs, each counted once (``run``).
+        A run is straight-line code: simple statements, ended by a statement that may run
+        script code or count steps (a call of anything but a plain built-in), by
+        break/continue/return, or by a compound statement's header (if, while, for, def,
+        class), which is counted in it. So whenever other code counts (the function a run
+        calls), every statement counted ahead has run, and the count is exact. A policy,
+        retry or timeout block stands alone (it counts itself, as outside loops)."""
+        out: list[cst.BaseStatement] = []
+        run: list[A.Node] = []
+        for s in stmts:
+            if isinstance(s, _SIMPLE):
+                run.append(s)
+                if isinstance(s, _LAST) or self._reenters(s):
+                    out.extend(self.run(run, None))
+                    run = []
+            elif isinstance(s, _HEADERS):
+                out.extend(self.run(run, s))
+                run = []
+            else:
+                out.extend(self.run(run, None))
+                run = []
+                out.extend(self.stmt(s))
+        out.extend(self.run(run, None))
+        return out
+
+    def _reenters(self, node: A.Node) -> bool:
+        """May running ``node`` run script code or count steps (a function, a method, a class,
+        an LLM built-in)?"""
+        for n in A.walk(node):
+            if isinstance(n, A.Call) and not (isinstance(n.func, A.Name) and n.func.id in _PLAIN_CALLS
+                                              and n.func.id not in self.bound):
+                return True
+        return False
+
+    def run(self, simple: list, header: A.Node | None) -> list[cst.BaseStatement]:
+        """One count for a run of k statements: ``if (ps_n := ps_n + k) < ps_at:`` the run as
+        it is (its fast copy), ``else:`` (a check is due within the run: a report of the counter,
+        the --max-steps budget, an interrupt) the count given back and the run statement by
+        statement, each after its own ``ps_step()``, as outside loops. One statement needs no
+        second copy: ``if (ps_n := ps_n + 1) >= ps_at: ps_check()``. A header counted in the run
+        comes after both copies."""
+        k = len(simple) + (header is not None)
+        if k == 0:
+            return []
+        out: list[cst.BaseStatement] = []
+        if k == 1:  # marked as its statement: the budget's error there is that statement's
+            out.append(self.mark(cst.If(test=cst.Comparison(_charge(1), [cst.ComparisonTarget(
+                cst.GreaterThanEqual(), cst.Name("ps_at"))]),
+                body=cst.SimpleStatementSuite([cst.Expr(_call("ps_check"))])), header or simple[0], True))
+            out.extend(self.plain(s) for s in simple)
+        elif simple:
+            fast = [self.plain(s) for s in simple]
+            undo = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("ps_n"))], cst.BinaryOperation(
+                cst.Name("ps_n"), cst.Subtract(), cst.Integer(str(k))))])
+            slow = [undo] + [line for s in simple for line in self.stmt(s)]
+            if header is not None:
+                slow.append(self.mark(cst.SimpleStatementLine([_step()]), header, True))
+            out.append(cst.If(test=cst.Comparison(_charge(k), [cst.ComparisonTarget(cst.LessThan(), cst.Name("ps_at"))]),
+                              body=cst.IndentedBlock(fast), orelse=cst.Else(cst.IndentedBlock(slow))))
+        if header is not None:
+            out.extend(self.stmt(header, step=False))
+        return out
+
+    def plain(self, node: A.Node) -> cst.SimpleStatementLine:
+        """A simple statement without its ``ps_step()`` (its run counted it)."""
+        (line,) = self.stmt(node)
+        return self.mark(line.with_changes(body=line.body[1:]), node, True)
 
     def block(self, stmts) -> cst.IndentedBlock:
         return cst.IndentedBlock(self.body(stmts))
@@ -145,11 +310,23 @@ class _Emitter(EmitterBase):
                                        leading_lines=self.comment(node.line, node.end_line))
         return [self.mark(line, node, True)]
 
-    def compound(self, node: A.Node, header_end: int, built: cst.BaseCompoundStatement):
+    def compound(self, step: bool, node: A.Node, header_end: int, built: cst.BaseCompoundStatement):
+        if not step:  # counted in the run before it
+            return [self.mark(built.with_changes(leading_lines=self.comment(node.line, header_end)), node, True)]
         step = cst.SimpleStatementLine([_step()], leading_lines=self.comment(node.line, header_end))
         return [self.mark(step, node, True), self.mark(built, node, True)]
 
-    def stmt(self, node: A.Node) -> list[cst.BaseStatement]:
+    def looped(self, body) -> cst.IndentedBlock:
+        hot, self.hot = self.hot, self.runs
+        try:
+            return self.block(body)
+        finally:
+            self.hot = hot
+
+    def stmt(self, node: A.Node, step: bool = True) -> list[cst.BaseStatement]:
+        """``step``: the statement counts itself (``ps_step()``); False: its run counted it."""
+        if not step and isinstance(node, A.ClassDef):
+            return self.klass(node, step=False)
         if isinstance(node, A.Assign):
             target = self.expr(node.target)
             return self.simple(node, cst.Assign(targets=[cst.AssignTarget(target)], value=self.expr(node.value)))
@@ -168,14 +345,18 @@ class _Emitter(EmitterBase):
         if isinstance(node, A.Pass):
             return self.simple(node, cst.Pass())
         if isinstance(node, A.FunctionDef):
-            return self.compound(node, node.line, self.function(node.name, node))
+            return self.compound(step, node, node.line, self.function(node.name, node))
         if isinstance(node, A.ClassDef):
             return self.klass(node)
         if isinstance(node, A.If):
-            return self.compound(node, node.test.end_line, self._if(node))
+            return self.compound(step, node, node.test.end_line, self._if(node))
         if isinstance(node, A.While):
-            return self.compound(node, node.test.end_line, cst.While(
-                test=self.expr(node.test), body=self.block(node.body)))
+            hot, self.hot = self.hot, self.runs  # the test runs once per iteration too
+            try:
+                test = self.expr(node.test)
+            finally:
+                self.hot = hot
+            return self.compound(step, node, node.test.end_line, cst.While(test=test, body=self.looped(node.body)))
         if isinstance(node, A.For):
             it = node.iter
             if isinstance(it, A.Call) and isinstance(it.func, A.Name) and it.func.id == "range":
@@ -183,13 +364,13 @@ class _Emitter(EmitterBase):
                 iterable = self.mark(_call("ps_range_iter", *(self.expr(a) for a in it.args)), it)
             else:
                 iterable = self.expr(it)
-            return self.compound(node, node.iter.end_line, cst.For(
-                target=cst.Name(node.target), iter=iterable, body=self.block(node.body)))
+            return self.compound(step, node, node.iter.end_line, cst.For(
+                target=cst.Name(node.target), iter=iterable, body=self.looped(node.body)))
         if isinstance(node, A.Policy):
-            return self.compound(node, node.policy.end_line, self._with(
+            return self.compound(step, node, node.policy.end_line, self._with(
                 _call("ps_policy", self.expr(node.policy), cst.Integer(str(node.line))), node, node.body))
         if isinstance(node, A.Timeout):
-            return self.compound(node, node.ms.end_line, self._with(
+            return self.compound(step, node, node.ms.end_line, self._with(
                 _call("ps_timeout", self.expr(node.ms), cst.Integer(str(node.line))), node, node.body))
         if isinstance(node, A.Retry):
             backoff = cst.Integer("0") if node.backoff is None else self.expr(node.backoff)
@@ -200,7 +381,7 @@ class _Emitter(EmitterBase):
                                       cst.Integer(str(node.line))), node)
             block = cst.With(items=[cst.WithItem(manager, asname=cst.AsName(cst.Name("ps_attempts")))],
                              body=cst.IndentedBlock([loop]))
-            return self.compound(node, node.line, block)
+            return self.compound(step, node, node.line, block)
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
     def _with(self, manager: cst.BaseExpression, node: A.Node, body) -> cst.With:
@@ -208,9 +389,11 @@ class _Emitter(EmitterBase):
 
     def function(self, name: str, node: A.FunctionDef) -> cst.FunctionDef:
         params = cst.Parameters(params=[cst.Param(cst.Name(p)) for p in node.params])
-        return cst.FunctionDef(name=cst.Name(name), params=params, body=self.block(node.body))
+        body = self.looped(node.body)  # a function's body runs once per call: counted by runs
+        return cst.FunctionDef(name=cst.Name(name), params=params,
+                               body=body.with_changes(body=[_global_counter(), *body.body]))
 
-    def klass(self, node: A.ClassDef) -> list[cst.BaseStatement]:
+    def klass(self, node: A.ClassDef, step: bool = True) -> list[cst.BaseStatement]:
         methods: list[cst.BaseStatement] = []
         table: list[cst.DictElement] = []
         for m in node.methods:
@@ -223,7 +406,7 @@ class _Emitter(EmitterBase):
         builder = cst.FunctionDef(name=cst.Name(f"ps_class_{node.name}"), params=cst.Parameters(),
                                   body=cst.IndentedBlock(methods),
                                   leading_lines=self.comment(node.line, node.line + 1))
-        assign = cst.SimpleStatementLine([_step(), cst.Assign(
+        assign = cst.SimpleStatementLine([_step()] * step + [cst.Assign(
             targets=[cst.AssignTarget(cst.Name(node.name))],
             value=_call("ps_make_class", _string(node.name), _call(f"ps_class_{node.name}")))])
         return [self.mark(builder, node, True), self.mark(assign, node, True)]
@@ -238,9 +421,24 @@ class _Emitter(EmitterBase):
         return cst.If(test=self.expr(node.test), body=self.block(node.body), orelse=orelse)
 
     def module(self, node: A.Module, filename: str) -> Emitted:
+        self.bound = frozenset(_defined(node))
         body = self.body(node.body) or [cst.SimpleStatementLine([cst.Pass()])]
         run = cst.With(items=[cst.WithItem(_call("ps_main"))], body=cst.IndentedBlock(body))
-        return self.finish(cst.Module(body=[run], header=self.header(HEADER.format(filename=filename))))
+        # The script is a function (its variables fast locals), run at once by its decorator. An
+        # LLM built-in the script rebinds is a local of it: its default is the built-in, so
+        # `plan = plan("...")` reads the built-in first, as at module level.
+        tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+        params = [cst.Param(cst.Name(n), default=cst.Name(n), equal=tight) for n in sorted(self.bound & REBINDABLE)]
+        script = cst.FunctionDef(name=cst.Name("ps_script"), params=cst.Parameters(params=params),
+                                 body=cst.IndentedBlock([_global_counter(), run]),
+                                 decorators=[cst.Decorator(_call("ps_run", cst.Dict([])))])
+        emitted = self.finish(cst.Module(body=[script], header=self.header(HEADER.format(filename=filename))))
+        table = charged_lines(emitted.python)
+        if not table:
+            return emitted
+        literal = "{" + ", ".join(f"{line}: {left}" for line, left in sorted(table.items())) + "}"
+        python = emitted.python.replace("@ps_run({})\n", f"@ps_run({literal})\n", 1)  # line 2: no line moves
+        return Emitted(python, emitted.source_map)
 
 
 def emit(module: A.Module, source: str, filename: str = "<script>") -> Emitted:

@@ -27,4 +27,5 @@ RUNTIME_HELPERS: frozenset[str] = frozenset({
     "ps_main", "ps_step", "ps_add", "ps_sub", "ps_mul", "ps_div", "ps_mod", "ps_neg", "ps_eq",
     "ps_ne", "ps_lt", "ps_le", "ps_gt", "ps_ge", "ps_in", "ps_not_in", "ps_guard", "ps_policy",
     "ps_retry", "ps_timeout", "ps_make_class", "ps_var", "ps_range_iter",
+    "ps_run", "ps_check", "ps_type", "ps_int",
 })

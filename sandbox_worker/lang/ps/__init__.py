@@ -23,7 +23,9 @@ inside the worker's own helper code called by the script (a built-in, an operato
 backoff sleep): the error then surfaces at the script's call site, inside every enclosing
 block. Everywhere else it is deferred to the next safe point: in the script's own code or in
 block machinery (a block's ``__enter__``/``__exit__``, ``MACHINERY``), to the next statement
-(``ps_step``, which every statement starts with); while the worker talks to the broker (a
+(``ps_step``, which every statement starts with), or in a loop or a function to the next run
+of statements (whose counting sees ``ps_at`` 0 and takes the per-statement path: see
+runtime.py); while the worker talks to the broker (a
 critical section), likewise, once the reply is in. So a scope is always entered and left in
 full, on both sides of the pipe, and a block's timeout always reaches the block that owns it.
 
@@ -71,10 +73,12 @@ def restricted_globals(client: BrokerClient) -> dict:
     rt = Runtime(client, config if type(config) is dict else {})
     b = ScriptBuiltins(rt)
     m = LLMBuiltins(rt, b.apply)
-    return {
+    namespace = rt.globals  # ps_n, ps_at: the step counter the generated code keeps
+    namespace.update({
         "__builtins__": {
             "log": b.log, "len": length, "range": ps_range, "apply": b.apply, "parallel": b.parallel,
-            "ps_main": lambda: MainBlock(rt), "ps_step": rt.step_hook(),
+            "ps_main": lambda: MainBlock(rt), "ps_step": rt.step_hook(), "ps_check": rt.check_hook(),
+            "ps_run": rt.run_hook(), "ps_type": type, "ps_int": int,
             "ps_add": ps_add, "ps_sub": ps_sub, "ps_mul": ps_mul, "ps_div": ps_div, "ps_mod": ps_mod,
             "ps_neg": ps_neg, "ps_eq": ps_eq, "ps_ne": ps_ne, "ps_lt": ps_lt, "ps_le": ps_le,
             "ps_gt": ps_gt, "ps_ge": ps_ge, "ps_in": ps_in, "ps_not_in": ps_not_in,
@@ -91,4 +95,5 @@ def restricted_globals(client: BrokerClient) -> dict:
         "_getitem_": guarded_getitem,
         "_getiter_": guarded_iter,
         "_write_": guarded_write,
-    }
+    })
+    return namespace

@@ -54,6 +54,8 @@ class MainBlock:
         # One step: the script is over (no interrupt any more), and it was over budget or not.
         rt.ended, over = True, exc is None and budget is not None and budget.at <= time.monotonic()
         signal.setitimer(signal.ITIMER_REAL, 0)
+        if exc is not None:
+            rt.unwind(tb)
         try:
             rt.event("end", 0, steps=rt.steps)
         except ScriptFailure:
@@ -94,6 +96,7 @@ class TimeoutBlock:
         mine = isinstance(exc, TimeoutInterrupt) and exc.entry is self.entry
         elapsed = round((time.monotonic() - self.started) * 1000, 3)
         if mine:
+            rt.unwind(tb)  # the interrupt stops here: the runs it cut short give their statements back
             rt.event("timeout", self.line, ms=self.ms)
             rt.event("block_end", self.line, block="timeout", outcome="timeout", elapsed_ms=elapsed)
             raise PSError(f"timeout: the block at line {self.line} did not finish within {self.ms:g} ms") from None
@@ -157,6 +160,7 @@ class Attempt:
         if not catchable(exc) or block.attempt >= block.attempts:
             block.done = True
             return False  # the last error propagates as it is
+        block.runtime.unwind(tb)  # caught: the runs the error cut short give their statements back
         message = exc.message if isinstance(exc, ScriptFailure) else python_message(exc)
         block.runtime.event("retry", block.line, attempt=block.attempt, of=block.attempts, error=message[:500])
         return True

@@ -41,6 +41,14 @@ def _interruptible(frame) -> bool:
 
 class Runtime:
     def __init__(self, client: BrokerClient, config: dict) -> None:
+        # The script's module globals. The generated code keeps the step counter here (``ps_n``,
+        # read and written as a global by every function of the script, so counting a run of
+        # statements costs no call) and compares it with ``ps_at``, the count at which the next
+        # slow path is due (``check_at``): a report, the step budget, or an interrupt.
+        self.globals: dict = {"ps_n": 0, "ps_at": 0}
+        # Generated line -> how many statements of its run follow it (ps_run's table): they were
+        # counted when the run started, so an exception there gives them back (unwind).
+        self.lines: dict = {}
         self.client = client
         self.max_steps = int(config.get("max_steps") or 0)
         self.max_time_ms = int(config.get("max_time_ms") or 0)
@@ -161,16 +169,74 @@ class Runtime:
 
     # -- steps --
 
+    @property
+    def steps(self) -> int:
+        return self.globals["ps_n"]
+
+    @steps.setter
+    def steps(self, n: int) -> None:
+        self.globals["ps_n"] = n
+
+    @property
+    def check_at(self) -> int:
+        return self.globals["ps_at"]
+
+    @check_at.setter
+    def check_at(self, n: int) -> None:
+        self.globals["ps_at"] = n
+
     def step_hook(self):
-        runtime = self
+        """``ps_step()``: count one statement (the emitter's per-statement form)."""
+        counters, slow = self.globals, self.slow_step
 
         def ps_step():
-            n = runtime.steps + 1
-            runtime.steps = n
-            if n >= runtime.check_at:
-                runtime.slow_step(n)
+            n = counters["ps_n"] + 1
+            counters["ps_n"] = n
+            if n >= counters["ps_at"]:
+                slow(n)
 
         return ps_step
+
+    def check_hook(self):
+        """``ps_check()``: the generated code has counted one statement itself
+        (``if (ps_n := ps_n + 1) >= ps_at: ps_check()``) and reached ``check_at``."""
+        counters, slow = self.globals, self.slow_step
+
+        def ps_check():
+            slow(counters["ps_n"])
+
+        return ps_check
+
+    def run_hook(self):
+        """``@ps_run(table)`` on the generated ``def ps_script()``: keep the table of charged
+        statements (see ``unwind``) and run the script (as a function: its variables are fast
+        locals, not a dict)."""
+        runtime = self
+
+        def ps_run(lines):
+            def run(script):
+                runtime.lines = lines if type(lines) is dict else {}
+                script()
+
+            return run
+
+        return ps_run
+
+    def unwind(self, tb) -> None:
+        """An exception left the runs it went through: the statements of those runs after the
+        one that raised were counted when their run started and never ran. Called where an
+        exception stops (a retry attempt that catches it, a timeout block that words its
+        interrupt, the run's end), with its traceback: each script frame's line says how many."""
+        back = 0
+        lines = self.lines
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            # a guard's lambda stands on its guard's line: that frame is counted once, below it
+            if code.co_filename == SCRIPT_FILENAME and code.co_name != "<lambda>":
+                back += lines.get(tb.tb_lineno, 0)
+            tb = tb.tb_next
+        if back:
+            self.steps -= back
 
     def plan_check(self, n: int) -> None:
         """ps_step's next slow path: the next report of the counter, or the step past the budget."""
@@ -182,6 +248,7 @@ class Runtime:
             self.check_at = min(self.check_at, self.max_steps + 1)
 
     def slow_step(self, n: int) -> None:
+        """Step n is due a check: a deferred interrupt, a report of the counter, or the budget."""
         self.safe_point()
         if self.max_steps and n > self.max_steps:
             self.steps -= 1

@@ -74,6 +74,9 @@ def python_message(exc: BaseException) -> str:
         return "number too large"
     if isinstance(exc, NameError):
         name = getattr(exc, "name", None)
+        if name is None:  # a local read before it is assigned (UnboundLocalError) carries no name
+            m = re.match(r"cannot access (?:local|free) variable '(\w+)'", text)
+            name = m and m.group(1)
         return f"variable '{name}' is not defined at this point" if name else "a variable is not defined"
     if isinstance(exc, ValueError) and "integer string conversion" in text:
         return "a number of more than 4300 digits cannot be turned into text"

@@ -188,6 +188,33 @@ def test_max_steps_exact_boundary():
     assert "--max-steps 5 (the script executed 5 statements)" in r.error
 
 
+def test_max_steps_boundaries_in_loops_and_calls_through_the_worker():
+    """Loops and functions count runs of statements at once (issue 13); the budget still stops
+    the script right before statement N+1 (tests/sandbox_worker/lang/ps/test_step_runs.py
+    tries every budget)."""
+    # i = 0, while: 2; then 3 statements per iteration. 4 iterations + 2: stops before `x = i` (5)
+    r = run_ps("i = 0\nwhile i < 100:\n  i = i + 1\n  log(i)\n  x = i\n", max_steps=2 + 3 * 4 + 2)
+    assert lines(r) == [f"[ps] {n}" for n in range(1, 6)] and r.error_line == 5
+    assert "--max-steps 16 (the script executed 16 statements)" in r.error
+    # def, t = 0, for: 3; each iteration: t = ..., f's two statements, log: 4. Two iterations,
+    # then t = t + f(2) and f's two: stops before log(t) of the third iteration
+    source = "def f(n):\n  a = n + 1\n  return a\nt = 0\nfor i in range(10):\n  t = t + f(i)\n  log(t)\n"
+    r = run_ps(source, max_steps=3 + 4 * 2 + 3)
+    assert lines(r) == ["[ps] 1", "[ps] 3"] and r.error_line == 7
+    r = run_ps(source, max_steps=3 + 4 * 2 + 1)  # stops inside f, before `a = n + 1`
+    assert lines(r) == ["[ps] 1", "[ps] 3"] and r.error_line == 2
+
+
+def test_run_log_end_counts_only_the_statements_that_ran_when_a_loop_body_raises(tmp_path):
+    # i = 0, while: 2; 3 iterations of 4; then a = 3 and the division by zero: 16 (log(b) and
+    # i = i + 1 of that iteration never ran, though the loop body counts its run at once)
+    r = run_ps("i = 0\nwhile i < 10:\n  a = i\n  b = 10 / (3 - i)\n  log(b)\n  i = i + 1\n", project=tmp_path)
+    assert r.exit_code == 1 and "division by zero" in r.error and r.error_line == 4
+    (run_dir,) = (tmp_path / ".ps-runs").iterdir()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events[-1] == {**events[-1], "event": "end", "exit_code": 1, "steps": 16}
+
+
 def test_max_time_stops_a_pure_loop():
     r = run_ps("while true:\n  pass\n", max_time_ms=150)
     assert r.exit_code == 1 and r.error_kind == "LimitError"
