@@ -32,8 +32,9 @@ from runtime.cliparser import (  # noqa: E402
 )
 from runtime.promptscript.options import PSOptions  # noqa: E402
 
-# How `fdsl run` runs its script: run_script, or a kept server runner's (runtime/server.py WarmRuns).
-RUN_SCRIPT = run_script
+# How `fdsl run` runs its script when set: a kept server runner's (runtime/server.py WarmRuns);
+# None: run_script.
+RUN_SCRIPT = None
 from transpiler import language_for  # noqa: E402
 
 
@@ -158,7 +159,7 @@ def execute_run(args, emit):
     if options is not None and options["project"] is not None:
         run_log = options["run_log"] = open_run_log(options["project"], args.max_log_bytes)
         keep_for_replay(run_log, source, options)
-    result = RUN_SCRIPT(
+    result = (RUN_SCRIPT or run_script)(
         source, root=None, sandbox=sandbox, approve=approver(args), lang=lang, filename=str(script),
         timeout=timeout, memory_mb=args.memory, max_output=args.max_output, max_reply_bytes=args.max_reply_bytes,
         broker_memory_mb=args.broker_memory, pdf_memory_mb=args.pdf_memory, max_pdf_pages=args.max_pdf_pages,
