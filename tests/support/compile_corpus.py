@@ -205,12 +205,12 @@ def apply_edit(source: str, edit: list) -> str:
     return "\n".join(lines)
 
 
-def generated_cases(count: int, derandomize: bool, seed: int) -> list[dict]:
+def generated_cases(count: int, derandomize: bool, seed: int, tag: str = "generated") -> list[dict]:
     rng = random.Random(seed)
     cases = []
     for lang in ("fdsl", "ps"):
         for i, source in enumerate(generated_sources(lang, count, derandomize)):
-            name = f"generated-{lang}#{i}"
+            name = f"{tag}-{lang}#{i}"
             cases.append({"lang": lang, "filename": name, "source": source})
             cases += [{"lang": lang, "filename": f"{name}.{k}", "of": name, "edit": edit}
                       for k, edit in enumerate(damage_edits(source, rng))]
@@ -304,7 +304,7 @@ def _outcomes_stdin() -> None:
 
 
 def against(path: str, count: int, seed: int) -> int:
-    cases = with_sources(generated_cases(count, derandomize=False, seed=seed) + all_cases())
+    cases = with_sources(generated_cases(count, derandomize=False, seed=seed, tag="fresh") + all_cases())
     env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
     child = subprocess.run([sys.executable, __file__, "--outcomes"], input=json.dumps(cases), env=env,
                            cwd=path, capture_output=True, text=True, check=True)
