@@ -36,7 +36,7 @@ import lark
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.indenter import DedentError, Indenter
-from lark.lexer import LexerThread
+from lark.lexer import ContextualLexer, LexerThread
 from lark.parse_tree_builder import maybe_create_child_filter
 from lark.parsers.lalr_analysis import Shift
 from lark.visitors import _vargs_meta
@@ -288,6 +288,16 @@ class _Direct:
         for terminal in parser.terminals:  # the transformer must not rewrite tokens
             if hasattr(transformer, terminal.name):
                 raise ValueError(f"token {terminal.name} has a transformer method")
+        # The contextual lexer and the post-lexer are run inline (the same calls, without three
+        # generators per token) when they are the ones this class mirrors.
+        contextual, post = getattr(self.lexer, "lexer", None), getattr(self.lexer, "postlexer", None)
+        post_type = type(post)
+        self.inline = (type(contextual) is ContextualLexer and isinstance(post, LimitedIndenter)
+                       and post_type.process is LimitedIndenter.process
+                       and post_type._check_tokens is LimitedIndenter._check_tokens
+                       and post_type._process is Indenter._process and post_type.handle_NL is Indenter.handle_NL)
+        if self.inline:
+            self.lexers, self.post = contextual.lexers, post
 
     def parse(self, text: str, max_depth: int):
         table, end_state = self.table, self.end_state
@@ -354,8 +364,7 @@ class _Direct:
             values.append(value)
             spans.append(span)
 
-        token = None
-        for token in LexerThread.from_text(self.lexer, text).lex(state):
+        def feed(token):
             kind = token.type
             while True:
                 act = table[stack[-1]].get(kind)
@@ -364,13 +373,20 @@ class _Direct:
                     values.append(token)
                     spans.append((token.line, token.column, token.start_pos, token.end_line, token.end_column,
                                   token.end_pos))
-                    break
+                    return
                 if act is None:
                     raise _Stop
                 if act[0] == _UNIT:  # `?a: b` with one child: the child, unchanged
                     stack[-1] = table[stack[-2]][act[2]]
                 else:
                     reduce(act)
+
+        if self.inline:
+            token = self._lex_inline(text, state, feed)
+        else:
+            token = None
+            for token in LexerThread.from_text(self.lexer, text).lex(state):
+                feed(token)
         while True:
             act = table[stack[-1]].get("$END")
             if type(act) is not tuple:
@@ -381,6 +397,55 @@ class _Direct:
                 reduce(act)
             if stack[-1] == end_state:
                 return values[-1]
+
+    def _lex_inline(self, text: str, state: "_Position", feed: Callable[[Token], None]) -> Token | None:
+        """``ContextualLexer.lex`` through ``LimitedIndenter.process`` (lark's ``Indenter``), as
+        one loop feeding the parser; returns the last token. Any error: ``_Stop``."""
+        lexers, stack, post = self.lexers, state.stack, self.post
+        lex_state = LexerThread.from_text(self.lexer, text).state
+        limit, check_name, tab_len = post.max_tokens, post.check_name, post.tab_len
+        newline, indent_type, dedent_type = post.NL_type, post.INDENT_type, post.DEDENT_type
+        opening, closing = post.OPEN_PAREN_types, post.CLOSE_PAREN_types
+        paren_level, indent_level = 0, [0]
+        count = 0
+        token = None
+        while True:
+            try:
+                token = lexers[stack[-1]].next_token(lex_state, state)
+            except EOFError:
+                break
+            count += 1
+            kind = token.type
+            if count > limit:
+                raise _Stop
+            if kind == "NAME":
+                check_name(token)
+            if kind == newline:
+                if paren_level == 0:
+                    feed(token)
+                    indent_str = token.rsplit("\n", 1)[1]
+                    indent = indent_str.count(" ") + indent_str.count("\t") * tab_len
+                    if indent > indent_level[-1]:
+                        indent_level.append(indent)
+                        feed(Token.new_borrow_pos(indent_type, indent_str, token))
+                    else:
+                        while indent < indent_level[-1]:
+                            indent_level.pop()
+                            feed(Token.new_borrow_pos(dedent_type, indent_str, token))
+                        if indent != indent_level[-1]:
+                            raise _Stop
+            else:
+                feed(token)
+            if kind in opening:
+                paren_level += 1
+            elif kind in closing:
+                paren_level -= 1
+                if paren_level < 0:
+                    raise _Stop
+        while len(indent_level) > 1:
+            indent_level.pop()
+            feed(Token.new_borrow_pos(dedent_type, "", token) if token else Token(dedent_type, "", 0, 0, 0, 0, 0, 0))
+        return token
 
 
 class _Position:
