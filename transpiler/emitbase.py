@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from itertools import accumulate
 from typing import Callable
 
@@ -21,7 +21,7 @@ from .errors import DSLError
 from .sourcemap import SourceMap
 from .tree import Node
 
-__all__ = ["Emitted", "EmitterBase", "safe_comment", "emit_guarded"]
+__all__ = ["Emitted", "EmitterBase", "safe_comment", "emit_guarded", "node_defaults"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,20 @@ class Emitted:
     source_map: SourceMap
 
 
+def node_defaults(cls: type, *args, **kwargs) -> dict:
+    """The node-valued defaults of libcst class ``cls`` (whitespace, newlines, brackets...), made
+    once: passed to every ``cls(...)`` they spare building (and validating) the same default
+    nodes again. Codegen does not care that one node stands in many places of a tree, and a
+    default node is never ``mark``-ed. ``args``/``kwargs``: what a sample instance needs."""
+    sample = cls(*args, **kwargs)
+    return {f.name: getattr(sample, f.name) for f in fields(cls)
+            if f.default_factory is not MISSING and f.name not in kwargs and isinstance(getattr(sample, f.name), cst.CSTNode)}
+
+
 def safe_comment(text: str) -> str:
     """``text`` as one printable-ASCII comment line (a CR or control character would end it)."""
+    if text.isascii() and text.isprintable():  # nothing to replace
+        return text
     out = []
     for ch in text:
         if " " <= ch <= "~":
@@ -43,6 +55,9 @@ def safe_comment(text: str) -> str:
         else:
             out.append(ch.encode("ascii", "backslashreplace").decode("ascii"))
     return "".join(out)
+
+
+_EMPTY_LINE = node_defaults(cst.EmptyLine)
 
 
 class EmitterBase:
@@ -62,11 +77,11 @@ class EmitterBase:
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         if end_line is not None and end_line > line:
             text += " ..."
-        return [cst.EmptyLine(comment=cst.Comment(safe_comment(f"# L{line}: {text}")))]
+        return [cst.EmptyLine(comment=cst.Comment(safe_comment(f"# L{line}: {text}")), **_EMPTY_LINE)]
 
     @staticmethod
     def header(text: str) -> list[cst.EmptyLine]:
-        return [cst.EmptyLine(comment=cst.Comment(safe_comment(text)))]
+        return [cst.EmptyLine(comment=cst.Comment(safe_comment(text)), **_EMPTY_LINE)]
 
     def finish(self, module: cst.Module) -> Emitted:
         # One codegen pass gives both the text and every node's span.
