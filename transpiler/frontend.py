@@ -36,7 +36,7 @@ import lark
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.indenter import DedentError, Indenter
-from lark.lexer import ContextualLexer, LexerThread
+from lark.lexer import BasicLexer, ContextualLexer, LexerThread
 from lark.parse_tree_builder import maybe_create_child_filter
 from lark.parsers.lalr_analysis import Shift
 from lark.visitors import _vargs_meta
@@ -297,7 +297,15 @@ class _Direct:
                        and post_type._check_tokens is LimitedIndenter._check_tokens
                        and post_type._process is Indenter._process and post_type.handle_NL is Indenter.handle_NL)
         if self.inline:
-            self.lexers, self.post = contextual.lexers, post
+            self.post = post
+            # Each state's lexer as what its next_token uses: patterns, ignored, multi-line and
+            # re-typed terminals (lark's keyword-from-NAME callbacks).
+            self.lexers = {}
+            for state, basic in contextual.lexers.items():
+                if type(basic) is not BasicLexer:
+                    self.inline = False
+                    break
+                self.lexers[state] = (basic.scanner._mres, basic.ignore_types, basic.newline_types, basic.callback)
 
     def parse(self, text: str, max_depth: int):
         table, end_state = self.table, self.end_state
@@ -333,7 +341,10 @@ class _Direct:
                     if nones:
                         kept += [None] * nones
                     if expand:
-                        kept += children[i].children
+                        if kept:
+                            kept += children[i].children
+                        else:  # a left-recursive list: take it over (as lark does), no copy
+                            kept = children[i].children
                     else:
                         kept.append(children[i])
                 if append_none:
@@ -403,17 +414,43 @@ class _Direct:
         one loop feeding the parser; returns the last token. Any error: ``_Stop``."""
         lexers, stack, post = self.lexers, state.stack, self.post
         lex_state = LexerThread.from_text(self.lexer, text).state
+        line_ctr, end = lex_state.line_ctr, lex_state.text.end
         limit, check_name, tab_len = post.max_tokens, post.check_name, post.tab_len
         newline, indent_type, dedent_type = post.NL_type, post.INDENT_type, post.DEDENT_type
         opening, closing = post.OPEN_PAREN_types, post.CLOSE_PAREN_types
         paren_level, indent_level = 0, [0]
         count = 0
-        token = None
+        last = None
         while True:
-            try:
-                token = lexers[stack[-1]].next_token(lex_state, state)
-            except EOFError:
+            # BasicLexer.next_token, for the lexer of the parser's state
+            mres, ignore_types, newline_types, callbacks = lexers[stack[-1]]
+            token = None
+            while line_ctr.char_pos < end:
+                pos = line_ctr.char_pos
+                for mre in mres:
+                    m = mre.match(text, pos, end)
+                    if m:
+                        break
+                else:
+                    raise _Stop
+                value, kind = m.group(0), m.lastgroup
+                ignored = kind in ignore_types
+                if ignored and kind not in callbacks:
+                    line_ctr.feed(value, kind in newline_types)
+                    continue
+                t = Token(kind, value, pos, line_ctr.line, line_ctr.column)
+                line_ctr.feed(value, kind in newline_types)
+                t.end_line, t.end_column, t.end_pos = line_ctr.line, line_ctr.column, line_ctr.char_pos
+                if kind in callbacks:
+                    t = callbacks[kind](t)
+                if not ignored:
+                    if not isinstance(t, Token):
+                        raise _Stop
+                    lex_state.last_token = token = t
+                    break
+            if token is None:
                 break
+            last = token
             count += 1
             kind = token.type
             if count > limit:
@@ -442,6 +479,7 @@ class _Direct:
                 paren_level -= 1
                 if paren_level < 0:
                     raise _Stop
+        token = last
         while len(indent_level) > 1:
             indent_level.pop()
             feed(Token.new_borrow_pos(dedent_type, "", token) if token else Token(dedent_type, "", 0, 0, 0, 0, 0, 0))
