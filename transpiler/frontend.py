@@ -276,6 +276,10 @@ class _Direct:
                 kind = _SPLICE
             else:
                 kind = _CALL
+            if include is not None and not append_none and not any(expand or nones for _, expand, nones in include):
+                include = [i for i, _, _ in include]  # a plain selection (a list; the general form is a tuple)
+            elif include is not None:
+                include = tuple(include)
             rules[rule] = (kind, len(rule.expansion), sys.intern(str(rule.origin.name)), include, append_none, fn,
                            name in expr_rules)
         # The table with each action as one value: a state to shift (or go) to, or a rule to reduce;
@@ -335,6 +339,8 @@ class _Direct:
             span = None if first is None else first if first is last else first[:3] + last[3:]
             if include is None:
                 kept = children
+            elif include.__class__ is list:  # only dropping tokens: the kept positions
+                kept = [children[i] for i in include]
             else:
                 kept = []
                 for i, expand, nones in include:
@@ -438,9 +444,9 @@ class _Direct:
                 if ignored and kind not in callbacks:
                     line_ctr.feed(value, kind in newline_types)
                     continue
-                t = Token(kind, value, pos, line_ctr.line, line_ctr.column)
+                line, column = line_ctr.line, line_ctr.column
                 line_ctr.feed(value, kind in newline_types)
-                t.end_line, t.end_column, t.end_pos = line_ctr.line, line_ctr.column, line_ctr.char_pos
+                t = Token(kind, value, pos, line, column, line_ctr.line, line_ctr.column, line_ctr.char_pos)
                 if kind in callbacks:
                     t = callbacks[kind](t)
                 if not ignored:
