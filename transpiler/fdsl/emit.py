@@ -60,79 +60,104 @@ _IF = node_defaults(cst.If, cst.Name("x"), cst.IndentedBlock([]))
 _ELSE = node_defaults(cst.Else, cst.IndentedBlock([]))
 
 
+# Classes whose precedence (ast.precedence) is always ATOM.
+_ATOMS = frozenset({ast.Name, ast.Int, ast.Bool, ast.Str, ast.ListExpr, ast.Call, ast.Attr, ast.Index, ast.Slice})
+_ATOM = ast.ATOM
+
+
 class _Emitter(EmitterBase):
     # -- expressions ---------------------------------------------------------------------------
 
     def expr(self, node: ast.Node, min_prec: int = 0) -> cst.BaseExpression:
         built = self._expr(node)
-        prec = ast.ATOM if isinstance(built, cst.Call) else ast.precedence(node)
-        if isinstance(node, ast.ListExpr) and isinstance(built, cst.BinaryOperation):
+        built_type = type(built)  # always made here: an exact libcst class
+        prec = ast.ATOM if built_type is cst.Call else _ATOM if type(node) in _ATOMS else ast.precedence(node)
+        if built_type is cst.BinaryOperation and isinstance(node, ast.ListExpr):
             prec = ast.ADD
         if prec < min_prec:
             built = built.with_changes(lpar=[_LPAR], rpar=[_RPAR])
         return self.mark(built, node)
 
     def _expr(self, node: ast.Node) -> cst.BaseExpression:
-        if isinstance(node, ast.Name):
-            return cst.Name(node.id)
-        if isinstance(node, ast.Int):
-            return cst.Integer(str(node.value))
-        if isinstance(node, ast.Bool):
-            return cst.Name("True" if node.value else "False")
-        if isinstance(node, ast.Str):
-            return cst.SimpleString(ascii(node.value))
-        if isinstance(node, ast.ListExpr):
-            return self._list(node)
-        if isinstance(node, ast.BinOp):
-            return self._binary(node.op, node.left, node.right)
-        if isinstance(node, ast.UnaryOp):
-            if node.op == "not":
-                return cst.UnaryOperation(_NOT, self.expr(node.operand, ast.NOT))
-            return cst.UnaryOperation(_MINUS, self.expr(node.operand, ast.NEG))
-        if isinstance(node, ast.BoolOp):
-            prec = ast.precedence(node)
-            op = _OR if node.op == "or" else _AND
-            return cst.BooleanOperation(
-                left=self.expr(node.left, prec), operator=op, right=self.expr(node.right, prec + 1)
-            )
-        if isinstance(node, ast.Compare):
-            return cst.Comparison(
-                left=self.expr(node.left, ast.CMP + 1),
-                comparisons=[
-                    cst.ComparisonTarget(_CMPOPS[op], self.expr(right, ast.CMP + 1))
-                    for op, right in zip(node.ops, node.comparators)
-                ],
-            )
-        if isinstance(node, ast.Call):
-            args = [cst.Arg(self.expr(a), **_ARG) for a in node.args]
-            for kw in node.kwargs:
-                args.append(self.mark(cst.Arg(
-                    self.expr(kw.value),
-                    keyword=cst.Name(kw.name),
-                    equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
-                    **_ARG,
-                ), kw))
-            return cst.Call(func=self.expr(node.func, ast.ATOM), args=args, **_CALL)
-        if isinstance(node, ast.Attr):
-            obj = self.expr(node.obj, ast.ATOM)
-            if isinstance(node.obj, ast.Int) and not obj.lpar:  # `1.x` would lex as a float
-                obj = self.mark(obj.with_changes(lpar=[_LPAR], rpar=[_RPAR]),
-                                node.obj)
-            return cst.Attribute(value=obj, attr=cst.Name(node.name))
-        if isinstance(node, ast.Index):
-            return cst.Subscript(
-                value=self.expr(node.obj, ast.ATOM),
-                slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))],
-                **_SUBSCRIPT,
-            )
-        if isinstance(node, ast.Slice):  # RestrictedPython turns it into _getitem_(obj, slice(a, b))
-            bound = lambda part: None if part is None else self.expr(part)  # noqa: E731
-            return cst.Subscript(
-                value=self.expr(node.obj, ast.ATOM),
-                slice=[cst.SubscriptElement(cst.Slice(lower=bound(node.lower), upper=bound(node.upper), **_SLICE))],
-                **_SUBSCRIPT,
-            )
-        raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
+        build = _EXPR_BY_TYPE.get(type(node))
+        if build is None:  # not one of the classes itself: the first class it is an instance of
+            build = next((b for cls, b in _EXPR if isinstance(node, cls)), None)
+            if build is None:
+                raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
+        return build(self, node)
+
+    def _name(self, node: ast.Name) -> cst.BaseExpression:
+        return cst.Name(node.id)
+
+    def _int(self, node: ast.Int) -> cst.BaseExpression:
+        return cst.Integer(str(node.value))
+
+    def _bool(self, node: ast.Bool) -> cst.BaseExpression:
+        return cst.Name("True" if node.value else "False")
+
+    def _str(self, node: ast.Str) -> cst.BaseExpression:
+        return cst.SimpleString(ascii(node.value))
+
+    def _list_expr(self, node: ast.ListExpr) -> cst.BaseExpression:
+        return self._list(node)
+
+    def _bin_op(self, node: ast.BinOp) -> cst.BaseExpression:
+        return self._binary(node.op, node.left, node.right)
+
+    def _unary_op(self, node: ast.UnaryOp) -> cst.BaseExpression:
+        if node.op == "not":
+            return cst.UnaryOperation(_NOT, self.expr(node.operand, ast.NOT))
+        return cst.UnaryOperation(_MINUS, self.expr(node.operand, ast.NEG))
+
+    def _bool_op(self, node: ast.BoolOp) -> cst.BaseExpression:
+        prec = ast.precedence(node)
+        op = _OR if node.op == "or" else _AND
+        return cst.BooleanOperation(
+            left=self.expr(node.left, prec), operator=op, right=self.expr(node.right, prec + 1)
+        )
+
+    def _compare(self, node: ast.Compare) -> cst.BaseExpression:
+        return cst.Comparison(
+            left=self.expr(node.left, ast.CMP + 1),
+            comparisons=[
+                cst.ComparisonTarget(_CMPOPS[op], self.expr(right, ast.CMP + 1))
+                for op, right in zip(node.ops, node.comparators)
+            ],
+        )
+
+    def _call(self, node: ast.Call) -> cst.BaseExpression:
+        args = [cst.Arg(self.expr(a), **_ARG) for a in node.args]
+        for kw in node.kwargs:
+            args.append(self.mark(cst.Arg(
+                self.expr(kw.value),
+                keyword=cst.Name(kw.name),
+                equal=cst.AssignEqual(whitespace_before=_NO_SPACE, whitespace_after=_NO_SPACE),
+                **_ARG,
+            ), kw))
+        return cst.Call(func=self.expr(node.func, ast.ATOM), args=args, **_CALL)
+
+    def _attr(self, node: ast.Attr) -> cst.BaseExpression:
+        obj = self.expr(node.obj, ast.ATOM)
+        if isinstance(node.obj, ast.Int) and not obj.lpar:  # `1.x` would lex as a float
+            obj = self.mark(obj.with_changes(lpar=[_LPAR], rpar=[_RPAR]),
+                            node.obj)
+        return cst.Attribute(value=obj, attr=cst.Name(node.name))
+
+    def _index(self, node: ast.Index) -> cst.BaseExpression:
+        return cst.Subscript(
+            value=self.expr(node.obj, ast.ATOM),
+            slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))],
+            **_SUBSCRIPT,
+        )
+
+    def _slice(self, node: ast.Slice) -> cst.BaseExpression:
+        # RestrictedPython turns it into _getitem_(obj, slice(a, b))
+        bound = lambda part: None if part is None else self.expr(part)  # noqa: E731
+        return cst.Subscript(
+            value=self.expr(node.obj, ast.ATOM),
+            slice=[cst.SubscriptElement(cst.Slice(lower=bound(node.lower), upper=bound(node.upper), **_SLICE))],
+            **_SUBSCRIPT,
+        )
 
     def _binary(self, op: str, left, right: ast.Node) -> cst.BaseExpression:
         """`left op right`; `left` is a DSL node or an already built name (x op= e)."""
@@ -232,6 +257,17 @@ class _Emitter(EmitterBase):
     def module(self, node: ast.Module, filename: str) -> Emitted:
         header = self.header(HEADER.format(filename=filename))
         return self.finish(cst.Module(body=self.body(node.body), header=header))
+
+
+# The expression builders in the order the classes are tried (a class itself: looked up directly).
+_EXPR = [
+    (ast.Name, _Emitter._name), (ast.Int, _Emitter._int), (ast.Bool, _Emitter._bool),
+    (ast.Str, _Emitter._str), (ast.ListExpr, _Emitter._list_expr), (ast.BinOp, _Emitter._bin_op),
+    (ast.UnaryOp, _Emitter._unary_op), (ast.BoolOp, _Emitter._bool_op),
+    (ast.Compare, _Emitter._compare), (ast.Call, _Emitter._call), (ast.Attr, _Emitter._attr),
+    (ast.Index, _Emitter._index), (ast.Slice, _Emitter._slice),
+]
+_EXPR_BY_TYPE = dict(_EXPR)
 
 
 def emit(module: ast.Module, source: str, filename: str = "<script>") -> Emitted:
