@@ -302,14 +302,16 @@ class _Direct:
                        and post_type._process is Indenter._process and post_type.handle_NL is Indenter.handle_NL)
         if self.inline:
             self.post = post
-            # Each state's lexer as what its next_token uses: patterns, ignored, multi-line and
-            # re-typed terminals (lark's keyword-from-NAME callbacks).
-            self.lexers = {}
-            for state, basic in contextual.lexers.items():
-                if type(basic) is not BasicLexer:
-                    self.inline = False
-                    break
-                self.lexers[state] = (basic.scanner._mres, basic.ignore_types, basic.newline_types, basic.callback)
+            self.basic_lexers = contextual.lexers
+            self.inline = all(type(basic) is BasicLexer for basic in contextual.lexers.values())
+        self.lexers: dict = {}  # a state -> its lexer's parts, made when first used (lark builds them lazily)
+
+    def _lexer(self, state) -> tuple:
+        """What BasicLexer.next_token uses for ``state``: its patterns, ignored, multi-line and
+        re-typed terminals (lark's keyword-from-NAME callbacks)."""
+        basic = self.basic_lexers[state]
+        parts = self.lexers[state] = (basic.scanner._mres, basic.ignore_types, basic.newline_types, basic.callback)
+        return parts
 
     def parse(self, text: str, max_depth: int):
         table, end_state = self.table, self.end_state
@@ -429,7 +431,7 @@ class _Direct:
         last = None
         while True:
             # BasicLexer.next_token, for the lexer of the parser's state
-            mres, ignore_types, newline_types, callbacks = lexers[stack[-1]]
+            mres, ignore_types, newline_types, callbacks = lexers.get(stack[-1]) or self._lexer(stack[-1])
             token = None
             while line_ctr.char_pos < end:
                 pos = line_ctr.char_pos
