@@ -33,23 +33,37 @@ class Node:
     end_col: int = position()
 
 
+_MEANING: dict[type, tuple[str, ...]] = {}  # a node class -> its payload field names
+
+
+def _meaning(cls: type) -> tuple[str, ...]:
+    names = _MEANING.get(cls)
+    if names is None:
+        names = _MEANING[cls] = tuple(f.name for f in fields(cls) if f.compare)
+    return names
+
+
 def payload(node: Node) -> Iterator[tuple[str, object]]:
     """The fields that make up a node's meaning (positions left out), in declaration order."""
-    for f in fields(node):
-        if f.compare:
-            yield f.name, getattr(node, f.name)
+    for name in _meaning(type(node)):
+        yield name, getattr(node, name)
 
 
 def walk(node: Node) -> Iterator[Node]:
     """Yield ``node`` and every node below it, parents first, in source order (no recursion)."""
     stack: list[object] = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        item = stack.pop()
+        item = pop()
         if isinstance(item, tuple):
             stack.extend(reversed(item))
         elif isinstance(item, Node):
             yield item
-            stack.extend(reversed([v for _, v in payload(item) if isinstance(v, (Node, tuple))]))
+            names = _MEANING.get(type(item)) or _meaning(type(item))
+            for name in reversed(names):
+                value = getattr(item, name)
+                if isinstance(value, (Node, tuple)):
+                    push(value)
 
 
 def _bare_word(value: str) -> str:

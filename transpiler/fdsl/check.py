@@ -26,10 +26,15 @@ _PROTECTED = BUILTINS | RUNTIME_HELPERS
 
 
 def _assigned_names(module: ast.Module) -> set[str]:
+    """Every name a statement assigns (``=`` or ``for``), anywhere in the script. Only
+    statements assign, so only statements are visited (not their expressions)."""
     names = set()
-    for node in ast.walk(module):
+    stack = list(module.body)
+    while stack:
+        node = stack.pop()
         if isinstance(node, (ast.Assign, ast.For)):
             names.add(node.target)
+        stack.extend(s for s, _ in _children(node, 0))
     return names
 
 
