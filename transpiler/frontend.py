@@ -226,6 +226,12 @@ class _Meta:
         self.empty = False
 
 
+# The lark releases whose parser internals _Direct mirrors (tests/transpiler/test_direct_parse.py
+# and the recorded corpus hold it equal to lark's own parse); with any other, every script is
+# parsed the plain way.
+DIRECT_LARK_VERSIONS = frozenset({"1.3.1"})
+
+
 class _Stop(Exception):
     """Not a valid, shallow enough script: parse it the plain way."""
 
@@ -542,10 +548,12 @@ class Frontend:
 
     def _direct_for(self, parser: Lark) -> _Direct | None:
         if self._direct is None or self._direct[0] is not parser:
-            try:
-                direct = _Direct(parser, self.transformer, self.expr_rules)
-            except ValueError:  # a grammar or transformer it does not mirror: always the plain way
-                direct = None
+            direct = None
+            if lark.__version__ in DIRECT_LARK_VERSIONS:  # another lark's internals may differ: the plain way
+                try:
+                    direct = _Direct(parser, self.transformer, self.expr_rules)
+                except Exception:  # noqa: BLE001 - a grammar or transformer it does not mirror: the plain way
+                    direct = None
             self._direct = (parser, direct)
         return self._direct[1]
 
