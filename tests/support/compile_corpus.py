@@ -19,8 +19,8 @@ emitter makes of the unchecked module (the property tests emit such modules). Th
 The recording is tests/testdata/transpiler/compiled.json (sources included, so it does not
 change when the examples or the strategies do). Usage::
 
-    python tests/support/compile_corpus.py --record          # rewrite the recording
-    python tests/support/compile_corpus.py --against /tmp/ref [--examples N]
+    python -m tests.support.compile_corpus --record          # rewrite the recording
+    python -m tests.support.compile_corpus --against /tmp/ref [--examples N]
         # fresh hypothesis programs (and their damaged forms), compiled here and by the
         # transpiler of another checkout in a child process; prints every difference
 
@@ -306,7 +306,10 @@ def _outcomes_stdin() -> None:
 def against(path: str, count: int, seed: int) -> int:
     cases = with_sources(generated_cases(count, derandomize=False, seed=seed, tag="fresh") + all_cases())
     env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
-    child = subprocess.run([sys.executable, __file__, "--outcomes"], input=json.dumps(cases), env=env,
+    # This file's code, run over the other checkout's packages: run by path, not as a script
+    # (a script's own folder, with tests/support/transpiler.py, would come first on sys.path)
+    run_here = "import runpy, sys; runpy.run_path(sys.argv.pop(1), run_name='__main__')"
+    child = subprocess.run([sys.executable, "-c", run_here, __file__, "--outcomes"], input=json.dumps(cases), env=env,
                            cwd=path, capture_output=True, text=True, check=True)
     theirs = json.loads(child.stdout)
     differ = 0
@@ -341,8 +344,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-        del sys.path[0]  # this folder's transpiler.py is not the transpiler
-    if "PYTHONPATH" not in os.environ:
-        sys.path.insert(0, str(REPO))
     main()

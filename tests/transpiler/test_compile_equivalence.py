@@ -1,5 +1,6 @@
 """The compile path gives what it gave before it was optimised: for every recorded case
-(tests/testdata/transpiler/compiled.json, made by tests/support/compile_corpus.py at e66aca9)
+(tests/testdata/transpiler/compiled.json, made by `python -m tests.support.compile_corpus --record`;
+recorded at e66aca9, and again after PromptScript's counting by runs changed its emitted code)
 the same emitted Python, the same source map and the same errors (kind, message, line,
 column), for the examples, the annotated test data, grammar-shaped programs from
 fuzz/strategies.py, their damaged forms and hostile shapes at the limits.
