@@ -116,6 +116,11 @@ def make_corpus(root: Path, files: int) -> int:
         text = "\n".join(lines) + "\n"
         (folder / f"f{i:05d}.txt").write_text(text)
         total += len(text)
+    # A collection written an hour ago, not this instant (an index never trusts a file changed
+    # in the last seconds, which a search could not tell from one changing while it reads it)
+    old = time.time() - 3600
+    for path in root.rglob("*.txt"):
+        os.utime(path, (old, old))
     return total
 
 
@@ -155,6 +160,16 @@ def content_search(runs: int, files: int) -> None:
                                   env=server_env, cwd=REPO)
             served.append(time.perf_counter() - started)
             assert proc.returncode == 0 and proc.stdout.strip() == str(expected), proc.stderr
+        # The server keeps the runner of a FilesDSL command line, whose index learns while it waits:
+        # the same search again once it has had the time (an agent thinks between its calls)
+        time.sleep(LEARN_S)
+        learned = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            proc = subprocess.run(client + [str(script_file), "--root", str(root)], capture_output=True, text=True,
+                                  env=server_env, cwd=REPO)
+            learned.append(time.perf_counter() - started)
+            assert proc.returncode == 0 and proc.stdout.strip() == str(expected), proc.stderr
         broker = subprocess.run(
             [sys.executable, "-m", "runtime.cli", "run", str(REPO / "bench/corpus_search.fdsl"), "--root", str(root), "--verbose"],
             capture_output=True, text=True, cwd=REPO,
@@ -166,12 +181,15 @@ def content_search(runs: int, files: int) -> None:
         print(f"  whole script run       {median_ms(script):7.1f} ms -> {median_ms(script) / median_ms(grep):.2f}x grep")
         print(f"  fdsl run via server    {median_ms(served):7.1f} ms -> {median_ms(served) / median_ms(grep):.2f}x grep"
               f" (target <= 1x; end to end: client, server, worker; first run {first_s * 1000:.0f} ms)")
+        print(f"  the same, index learned {median_ms(learned):7.1f} ms -> {median_ms(learned) / median_ms(grep):.2f}x grep"
+              f" (the kept runner's index, after {LEARN_S:g} s without a request)")
         script_file.unlink()
         if peak:
             kib = int(peak[0].split(":")[1])
             print(f"  broker peak RSS after searching and reading every file: {kib / 1024:.1f} MiB (target <= 150 MiB)")
 
 
+LEARN_S = 10.0
 SEARCH_SCRIPT = 'print(len(Directory("/").search("needle-in-haystack", scope="content")))'
 REGEX_PATTERNS = {"literal": "needle-in-haystack", "regex": r"need\w+-in-\w+|(metric|method)\s+\d+"}
 

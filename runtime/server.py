@@ -422,7 +422,7 @@ class WarmRuns:
 
             self.close()
             try:
-                self.session = Session(sandbox=sandbox, approve=approve, workers=1, **limits)
+                self.session = Session(sandbox=sandbox, approve=approve, workers=2, **limits)
             except RunSetupError:  # run_script reports it as a usage error
                 return run_script(source, sandbox=sandbox, lang=lang, approve=approve, filename=filename,
                                   on_output=on_output, **limits)
