@@ -407,7 +407,7 @@ class _Direct:
                     reduce(act)
 
         if self.inline:
-            token = self._lex_inline(text, state, feed, values, spans, reduce)
+            token = self._lex_inline(text, state, feed)
         else:
             token = None
             for token in LexerThread.from_text(self.lexer, text).lex(state):
@@ -423,12 +423,10 @@ class _Direct:
             if stack[-1] == end_state:
                 return values[-1]
 
-    def _lex_inline(self, text: str, state: "_Position", feed: Callable[[Token], None], values: list, spans: list,
-                    reduce: Callable[[tuple], None]) -> Token | None:
+    def _lex_inline(self, text: str, state: "_Position", feed: Callable[[Token], None]) -> Token | None:
         """``ContextualLexer.lex`` through ``LimitedIndenter.process`` (lark's ``Indenter``), as
-        one loop feeding the parser (``feed``'s loop written out for the lexer's own tokens);
-        returns the last token. Any error: ``_Stop``."""
-        lexers, stack, post, table = self.lexers, state.stack, self.post, self.table
+        one loop feeding the parser; returns the last token. Any error: ``_Stop``."""
+        lexers, stack, post = self.lexers, state.stack, self.post
         lex_state = LexerThread.from_text(self.lexer, text).state
         line_ctr, end = lex_state.line_ctr, lex_state.text.end
         limit, check_name, tab_len = post.max_tokens, post.check_name, post.tab_len
@@ -488,20 +486,7 @@ class _Direct:
                         if indent != indent_level[-1]:
                             raise _Stop
             else:
-                while True:
-                    act = table[stack[-1]].get(kind)
-                    if type(act) is int:
-                        stack.append(act)
-                        values.append(token)
-                        spans.append((token.line, token.column, token.start_pos, token.end_line, token.end_column,
-                                      token.end_pos))
-                        break
-                    if act is None:
-                        raise _Stop
-                    if act[0] == _UNIT:
-                        stack[-1] = table[stack[-2]][act[2]]
-                    else:
-                        reduce(act)
+                feed(token)
             if kind in opening:
                 paren_level += 1
             elif kind in closing:
