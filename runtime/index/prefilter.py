@@ -46,14 +46,14 @@ class Query:
         """Does the index hold this file as it is now (so reading it teaches nothing)?"""
         if loc is None or st is None:
             return False
-        return self.run.tokens(loc.mount).fresh(key_of(loc), st.st_size, st.st_mtime_ns) is not None
+        return self.run.tokens(loc.mount).fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st)) is not None
 
     def excludes(self, loc: Location | None, st: os.stat_result | None) -> bool:
         """Does the index prove that this file, as it is now, holds no match?"""
         if loc is None or st is None:
             return False
         tokens = self.run.tokens(loc.mount)
-        rec = tokens.fresh(key_of(loc), st.st_size, st.st_mtime_ns)
+        rec = tokens.fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st))
         if rec is None:
             return False
         if loc.mount.index not in self._bitmaps:
@@ -115,7 +115,7 @@ class RunIndex:
             if key in self.pending or len(text) > MAX_IDLE_LEARNED_CHARS:
                 return
             if self.pending_chars + len(text) <= MAX_PENDING_CHARS and self.tokens(loc.mount).fresh(
-                    key[1], st.st_size, st.st_mtime_ns) is None:
+                    key[1], st.st_size, st.st_mtime_ns, change_of(st)) is None:
                 self.pending[key] = (loc, st, text, read_ns)
                 self.pending_chars += len(text)
             return
@@ -135,7 +135,7 @@ class RunIndex:
     def _learn(self, loc: Location, st: os.stat_result, text: str, read_ns: int) -> None:
         tokens = self.tokens(loc.mount)
         key = key_of(loc)
-        if len(text) > MAX_LEARNED_CHARS or tokens.fresh(key, st.st_size, st.st_mtime_ns) is not None:
+        if len(text) > MAX_LEARNED_CHARS or tokens.fresh(key, st.st_size, st.st_mtime_ns, change_of(st)) is not None:
             return
         mtime_ns = trusted_mtime(st.st_mtime_ns, read_ns)
         if mtime_ns < 0:
@@ -143,8 +143,13 @@ class RunIndex:
         found = tokens_of(text)
         if len(tokens.postings) + len(found) > MAX_TOKENS:
             return  # the index is full: this document is searched every time
-        tokens.add(key, st.st_size, mtime_ns, found)
+        tokens.add(key, st.st_size, mtime_ns, found, change=change_of(st))
         self.learned += 1
+
+
+def change_of(st: os.stat_result) -> tuple[int, int]:
+    """What a document learned in memory must still have besides its size and mtime."""
+    return st.st_ino, st.st_ctime_ns
 
 
 def now_ns() -> int:

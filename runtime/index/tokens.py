@@ -39,6 +39,7 @@ class DocRecord:
     id: int
     size: int
     mtime_ns: int
+    change: tuple[int, int] | None = None  # (inode, ctime_ns) of a document learned in memory
 
 
 def tokens_of(text: str) -> set[str]:
@@ -58,13 +59,19 @@ class TokenIndex:
 
     # ---------------------------------------------------------------- updates
 
-    def fresh(self, key: str, size: int, mtime_ns: int) -> DocRecord | None:
+    def fresh(self, key: str, size: int, mtime_ns: int, change: tuple[int, int] | None = None) -> DocRecord | None:
+        """The record of `key` if the file is as it was: same size and mtime and, for a
+        document learned in memory, the same inode and ctime (a same-size rewrite with its
+        mtime set back changes the ctime; a rename brings another inode). A stored index
+        (fdsl index build) keeps size and mtime only."""
         rec = self.docs.get(key)
-        if rec is not None and rec.size == size and rec.mtime_ns == mtime_ns:
+        if rec is not None and rec.size == size and rec.mtime_ns == mtime_ns \
+                and (rec.change is None or rec.change == change):
             return rec
         return None
 
-    def add(self, key: str, size: int, mtime_ns: int, tokens: set[str] | list[str], doc_id: int | None = None) -> int:
+    def add(self, key: str, size: int, mtime_ns: int, tokens: set[str] | list[str], doc_id: int | None = None,
+            change: tuple[int, int] | None = None) -> int:
         """Index a document's tokens under `key` (replacing what it held); its id."""
         self.remove(key)
         if doc_id is None:
@@ -86,7 +93,7 @@ class TokenIndex:
             self._vocab = None
             self._runs.clear()
         self._run_docs.clear()
-        self.docs[key] = DocRecord(doc_id, size, mtime_ns)
+        self.docs[key] = DocRecord(doc_id, size, mtime_ns, change)
         self.keys[doc_id] = key
         self.live |= bit
         return doc_id

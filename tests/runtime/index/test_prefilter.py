@@ -236,3 +236,24 @@ def test_a_large_text_is_not_learned_and_is_searched_every_time(tmp_path, monkey
         assert indexed.dir_grep(".", "needle", None, True) == plain.dir_grep(".", "needle", None, True)
         assert indexed.dir_grep(".", "absent", None, True)["total"] == 0
     assert indexed.index.learned == 1
+
+
+def test_a_file_rewritten_with_its_size_and_mtime_kept_is_searched_again(tmp_path):
+    """What the index learned in memory is trusted only while the file has its size, mtime,
+    inode and ctime: a same-size rewrite with the mtime set back (as cp -p or tar restore
+    it) changes the ctime, a file renamed over it the inode."""
+    for how in ("in place", "renamed over"):
+        clock = Clock()
+        clock.write(tmp_path, "a.txt", "old words\n")
+        _, indexed = services(tmp_path)
+        assert indexed.dir_grep(".", "old", None, True)["total"] == 1
+        assert indexed.index.learned == 1
+        before = os.stat(tmp_path / "a.txt")
+        if how == "in place":
+            (tmp_path / "a.txt").write_text("new words\n")
+        else:
+            (tmp_path / "b.txt").write_text("new words\n")
+            os.replace(tmp_path / "b.txt", tmp_path / "a.txt")
+        os.utime(tmp_path / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
+        assert indexed.dir_grep(".", "new", None, True)["total"] == 1, how
+        assert indexed.dir_grep(".", "old", None, True)["total"] == 0, how
