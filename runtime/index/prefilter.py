@@ -6,7 +6,8 @@ One TokenIndex per mount of the run's sandbox, made on the mount's first search:
 persistent index of the mount's directory (`fdsl index build`, runtime/index/store.py) when
 there is one, else empty; either way it learns every document the run reads while searching
 (in memory: a run never writes the index file). A document is excluded only when the index
-holds it at the (size, mtime_ns) its file has now and the pattern's candidates leave it out;
+holds it at the (size, mtime_ns) its file has now (and, learned in memory, the same inode
+and ctime) and the pattern's candidates leave it out;
 anything else (unknown, changed, too recent to trust, a pattern without literals) is searched
 as without an index. An index file that cannot be trusted is not used, and the run warns.
 """
