@@ -1,4 +1,4 @@
-"""The one-pass parse (frontend._Direct: lark's lexer and parse table with the transformer's
+"""The one-pass parse (transpiler/onepass.py OnePassParser: lark's lexer and parse table with the transformer's
 rules applied at each reduction) gives exactly the tree the plain way gives (lark's parse
 tree, the depth check, then the Transformer), positions included, and leaves every error to
 the plain way."""
