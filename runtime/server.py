@@ -28,7 +28,6 @@ and when a client of another build asks (it is stale: that client starts a new o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import selectors
 import signal
@@ -65,6 +64,21 @@ def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
             raise EOFError("the client closed the connection")
         messages = buffer.feed(more)
     return messages[0], fds
+
+
+def received(conn: socket.socket) -> list[dict] | None:
+    """The small frames a readable socket holds (a client's signal, a runner's "done"): None at
+    EOF, [] when what came is not a frame."""
+    try:
+        data = conn.recv(4096)
+    except OSError:
+        return None
+    if not data:
+        return None
+    try:
+        return protocol.FrameBuffer(4096).feed(data)
+    except protocol.ProtocolError:
+        return []
 
 
 def send(conn: socket.socket, message: dict) -> None:
@@ -234,11 +248,7 @@ class Server:
                 if kept_pid == pid:
                     self.let_go(*self.warm.pop(kept_key))
             return
-        try:
-            data = sock.recv(4096)
-            message = json.loads(data[protocol.HEADER.size:].decode("utf-8")) if data else None
-        except (OSError, ValueError):
-            message = None
+        message = (received(sock) or [None])[0]
         if not isinstance(message, dict) or message.get("t") != "done" or type(message.get("code")) is not int:
             del self.runs[pid]  # EOF: it is exiting, and its exit is answered when it is reaped
             self.let_go(pid, sock)
@@ -294,16 +304,12 @@ class Server:
     def client_message(self, conn: socket.socket, pid: int) -> None:
         """A client whose command runs: it passes on a signal, or it went away (its command
         is then stopped as by Ctrl-C)."""
-        try:
-            data = conn.recv(4096)
-        except OSError:
-            data = b""
+        messages = received(conn)
         signum = signal.SIGINT
-        if data:
+        if messages is not None:
             try:
-                message = json.loads(data[protocol.HEADER.size:].decode("utf-8"))
-                signum = int(message.get("signal", signal.SIGINT))
-            except (ValueError, AttributeError, TypeError):
+                signum = int(messages[0].get("signal", signal.SIGINT))
+            except (IndexError, ValueError, AttributeError, TypeError):
                 return
             if signum not in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 return
