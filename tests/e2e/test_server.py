@@ -26,10 +26,15 @@ def server_dir(tmp_path):
     yield directory
     subprocess.run([sys.executable, "-m", "runtime.client", "server", "stop"], cwd=REPO, env=env_for(directory),
                    capture_output=True, timeout=60)
+    signal_server(directory, signal.SIGKILL)
+
+
+def signal_server(directory, signum) -> None:
+    """Signal the server its pid file names, if any (a test's clean-up)."""
     pid_file = directory / "server.pid"
     if pid_file.exists():
         try:
-            os.kill(int(pid_file.read_text().split()[0]), signal.SIGKILL)
+            os.kill(int(pid_file.read_text().split()[0]), signum)
         except (OSError, ValueError):
             pass
 
@@ -141,12 +146,7 @@ def reachable_server_dir():
     directory = Path(tempfile.mkdtemp(prefix="fdsl-srv-", dir="/tmp")) / "srv"
     yield directory
     # the test opened the directory to others, so the client will not use it to stop the server
-    pid_file = directory / "server.pid"
-    if pid_file.exists():
-        try:
-            os.kill(int(pid_file.read_text().split()[0]), signal.SIGTERM)
-        except (OSError, ValueError):
-            pass
+    signal_server(directory, signal.SIGTERM)
     shutil.rmtree(directory.parent, ignore_errors=True)
 
 
