@@ -297,9 +297,7 @@ class PSSession:
     def finish(self, result) -> None:
         self.llm.close()
         if self.stopped is not None and result.exit_code == 0:  # a spent budget fails the run, whatever caught it
-            message = str(self.stopped)
-            result.exit_code, result.error_kind, result.error_message = 1, self.stopped.kind, message
-            result.error = f"{self.stopped.kind}: {message}"
+            _fail(result, self.stopped)
         if self.log is None or self.log.closed:
             return
         fields = {"exit_code": result.exit_code, "steps": self.steps, "tool_calls": self.tool_calls,
@@ -311,11 +309,16 @@ class PSSession:
             self.log.write("end", **fields)
         except LimitError as exc:  # the buffered events could not be written: the run's record is incomplete
             if result.exit_code == 0:
-                result.exit_code, result.error_kind, result.error_message = 1, exc.kind, str(exc)
-                result.error = f"{exc.kind}: {exc}"
+                _fail(result, exc)
             else:
                 result.warnings.append(str(exc))
         self.log.close()
+
+
+def _fail(result, exc) -> None:
+    """A run that finished fails with `exc` (a ScriptError's kind and message)."""
+    result.exit_code, result.error_kind, result.error_message = 1, exc.kind, str(exc)
+    result.error = f"{exc.kind}: {exc}"
 
 
 def promptscript_run(sandbox, *, approve, limits, deadline: float, isolation: str, options: dict) -> Handlers:
