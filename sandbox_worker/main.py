@@ -21,6 +21,25 @@ from wire.layers import missing_layers
 
 SCRIPT_FILENAME = "<script>"
 
+# Compiled (never run) by a worker started ahead, before it waits: the shapes the languages emit,
+# so that a script's own compile_restricted does not pay for RestrictedPython's first pass through
+# its code in a fresh process (0.45 -> 0.25 ms for one line, 1.3 -> 0.6 ms for 20 statements).
+WARM_UP = """
+@ps_run({3: 1})
+def ps_script():
+    global ps_n
+    with ps_main():
+        d = Directory('/')
+        for f in d.files():
+            if f.size > 10 and not f.name.endswith('.md') or f[0:3] == {'k': [1, -2.5, None]}:
+                print(f.name, f.read(1)[0:3], sep='')
+        while (i < 10 if ps_type(i) is ps_int else ps_lt(i, 10)):
+            if (ps_n := ps_n + 2) < ps_at:
+                total = total + i
+            else:
+                ps_step(); break
+"""
+
 # A language's generated code runs with sandbox_worker/lang/<lang>'s restricted_globals(client).
 # Only the run's own language is imported (before hardening: afterwards nothing can be).
 LANGUAGE_PACKAGE = "sandbox_worker.lang"
@@ -115,6 +134,7 @@ def harden_ahead() -> dict:
     entered = enter_namespaces(None)
     for lang in protocol.LANGUAGES:
         importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
+    compile_restricted_exec(WARM_UP, filename=SCRIPT_FILENAME)
     return lock_down(entered)
 
 

@@ -296,3 +296,15 @@ def test_the_compiled_scripts_a_session_keeps_are_bounded():
     assert [key[2] for key in kept.entries] == ["print(1)\n", "print(2)\n"]
     kept.compile("x = " + "1" * 90 + "\n", "<script>", "fdsl")  # 95 characters: only it fits
     assert len(kept.entries) == 1 and kept.chars == 95
+
+
+def test_a_worker_started_ahead_compiles_its_warm_up_cleanly():
+    """The warm-up is compiled (never run) before the worker waits; one RestrictedPython refuses
+    would only cost speed, silently."""
+    from RestrictedPython import compile_restricted_exec
+
+    from sandbox_worker.main import WARM_UP
+
+    compiled = compile_restricted_exec(WARM_UP, filename="<script>")
+    assert compiled.errors == () and compiled.code is not None
+
