@@ -308,3 +308,22 @@ def test_a_worker_started_ahead_compiles_its_warm_up_cleanly():
     compiled = compile_restricted_exec(WARM_UP, filename="<script>")
     assert compiled.errors == () and compiled.code is not None
 
+
+def test_the_memory_watch_reads_its_own_process_only():
+    """The supervisor's resident-size watch is bound to the process it opened: once that process
+    has ended and been reaped, it reads 0, never whichever process got the PID next."""
+    import subprocess
+    import sys
+
+    from runtime.supervisor import Resident
+
+    child = subprocess.Popen([sys.executable, "-c", "x = bytearray(40 << 20); input()"], stdin=subprocess.PIPE)
+    watch = Resident(child.pid)
+    deadline = time.monotonic() + 20
+    while watch.bytes() < 40 << 20 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert watch.bytes() >= 40 << 20
+    child.communicate(b"\n", timeout=20)
+    assert watch.bytes() == 0
+    watch.close()
+    assert Resident(child.pid).bytes() == 0  # opened after the end: nothing to read
