@@ -41,9 +41,9 @@ MAX_POOL = 16
 
 class WorkerPool:
     """Workers started ahead, each used once. `take()` returns one that is still alive (or a
-    new one when none is). `wanted.set()` once the run is over has a background thread reap the
-    workers `retire()` was given (killed already) and start their replacements, off the run's
-    path and not competing with it for the GIL."""
+    new one when none is). The workers `retire()` was given (killed already) are reaped, and
+    their replacements started, by the session's Upkeep thread once the run is over: off the
+    run's path and not competing with it for the GIL."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -51,10 +51,7 @@ class WorkerPool:
         self.ready: list = []
         self.retired: list = []
         self.closed = False
-        self.wanted = threading.Event()
         self.refill()
-        self.filler = threading.Thread(target=self._fill, name="fdsl-worker-pool", daemon=True)
-        self.filler.start()
 
     def refill(self) -> None:
         while True:
@@ -75,18 +72,11 @@ class WorkerPool:
         with self.lock:
             self.retired.append(proc)
 
-    def _reap_retired(self) -> None:
+    def reap_retired(self) -> None:
         with self.lock:
             retired, self.retired = self.retired, []
         for proc in retired:
             _collect(proc)
-
-    def _fill(self) -> None:
-        while not self.closed:
-            self.wanted.wait()
-            self.wanted.clear()
-            self._reap_retired()
-            self.refill()
 
     def take(self):
         proc = None
@@ -103,40 +93,52 @@ class WorkerPool:
         with self.lock:
             self.closed = True
             waiting, self.ready = self.ready, []
-        self.wanted.set()
-        if self.filler is not threading.current_thread():
-            self.filler.join()
-        self._reap_retired()
+        self.reap_retired()
         for proc in waiting:
             _discard(proc)
 
 
-class IdleLearner:
-    """Teaches a session's index, between its runs, the texts its searches read (a deferred
-    RunIndex: a search pays for no learning). One text at a time, and never while a run holds
-    `lock`: a run waits at most for one text's tokenizing (1 M characters at most)."""
+class Upkeep:
+    """The session's one thread between its runs: it reaps the workers the last run retired and
+    starts their replacements (`pool`, may be None), then teaches the index (a deferred
+    RunIndex: a search pays for no learning) the texts the runs' searches read, one at a time
+    and never while a run holds `lock`: a run waits at most for one text's tokenizing (1 M
+    characters at most). `after_run()` wakes it."""
 
-    def __init__(self, index) -> None:
-        self.index = index
+    def __init__(self, pool: WorkerPool | None, index) -> None:
+        self.pool, self.index = pool, index
         self.lock = threading.Lock()
         self.wake = threading.Event()
         self.closed = False
-        self.thread = threading.Thread(target=self._learn, name="fdsl-index-learner", daemon=True)
+        self.thread = threading.Thread(target=self._work, name="fdsl-session-upkeep", daemon=True)
         self.thread.start()
 
-    def _learn(self) -> None:
+    def after_run(self) -> None:
+        self.wake.set()
+
+    def _work(self) -> None:
         while not self.closed:
             self.wake.wait()
             self.wake.clear()
-            while self.index.pending and not self.closed:
+            if self.pool is not None:
+                self.pool.reap_retired()
+                self.pool.refill()
+            # a run that ended meanwhile (wake set) has its worker replaced before more learning
+            while self.index.pending and not self.closed and not self.wake.is_set():
                 with self.lock:
                     self.index.learn_pending(iter((False, True)).__next__)  # one text
 
     def close(self) -> None:
+        """Stops the thread (a refill under way finishes first), then the pool."""
         self.closed = True
+        if self.pool is not None:
+            with self.pool.lock:
+                self.pool.closed = True  # a refill under way stops at its next worker
         self.wake.set()
         if self.thread is not threading.current_thread():
             self.thread.join()
+        if self.pool is not None:
+            self.pool.close()
 
 
 def _discard(proc) -> None:
@@ -173,12 +175,12 @@ class Session:
                 root, mounts, "ps" if self.options.get("project") is not None else "fdsl", self.options)
         except SandboxConfigError as exc:
             raise RunSetupError(str(exc)) from None
-        # Its index learns between runs (IdleLearner), so that no search pays for learning.
+        # Its index learns between runs (Upkeep), so that no search pays for learning.
         self.shared: dict = {"index": RunIndex(deferred=True)}
-        self.learner = IdleLearner(self.shared["index"])
         self.pool = WorkerPool(workers) if workers else None
+        self.upkeep = Upkeep(self.pool, self.shared["index"])
         self.closed = False
-        self._finalizer = weakref.finalize(self, _close, self.pool, self.shared, self.learner)
+        self._finalizer = weakref.finalize(self, _close, self.shared, self.upkeep)
 
     def run(self, source: str, *, lang: str = "fdsl", filename: str = "<script>", on_output=None) -> RunResult:
         if self.closed:
@@ -187,16 +189,14 @@ class Session:
             return _usage(RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}"), 0.0)
         options = self.options if lang == "ps" else {}
         try:
-            with self.learner.lock:  # the index does not learn while a run searches it
+            with self.upkeep.lock:  # the index does not learn while a run searches it
                 return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
                                approve=self.approve, options=options, on_output=on_output,
                                sandbox_of=lambda: self.sandbox, shared=self.shared,
                                take_worker=self.pool.take if self.pool is not None else None,
                                retire_worker=self.pool.retire if self.pool is not None else None)
         finally:
-            if self.pool is not None:
-                self.pool.wanted.set()
-            self.learner.wake.set()
+            self.upkeep.after_run()
 
     def close(self) -> None:
         """End the waiting workers and the document store's PDF extractor."""
@@ -210,10 +210,8 @@ class Session:
         self.close()
 
 
-def _close(pool: WorkerPool | None, shared: dict, learner: IdleLearner) -> None:
-    learner.close()
-    if pool is not None:
-        pool.close()
+def _close(shared: dict, upkeep: Upkeep) -> None:
+    upkeep.close()
     store = shared.pop("store", None)
     if store is not None:
         store.close()

@@ -182,7 +182,7 @@ def test_a_sessions_runs_share_an_index_that_learns_and_a_one_shot_run_does_not_
         while session.shared["index"].learned < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert session.shared["index"].learned == 2 and not session.shared["index"].pending
-        assert learners == ["fdsl-index-learner"] * 2  # learned between runs, never by the search
+        assert learners == ["fdsl-session-upkeep"] * 2  # learned between runs, never by the search
         assert session.run('print(len(Directory("/").grep("zzz")))\n').output == "0\n"
 
 
@@ -256,7 +256,7 @@ def test_traps_a_worker_leaves_do_not_reach_the_next_script(docs, tmp_path):
         traps = "".join(out).split()
         assert traps[0] == "signals" and "patches" in traps, traps
         trapped_tree |= {p.pid for p in psutil.Process(worker.pid).children(recursive=True)} if not gone(worker.pid, 0) else set()
-        session.pool.wanted.set()  # as session.run does after a run: reap it, start the next
+        session.upkeep.after_run()  # as session.run does: reap it, start the next
         assert all(gone(pid) for pid in trapped_tree)
         assert not os.path.exists(trap_file)  # Landlock: the worker cannot create files
         after = session.run(NEXT)
