@@ -2,8 +2,8 @@
 
 Defined once, imported by both sides. Stdlib only: the worker imports it before it is jailed.
 
-A frame is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON (JSON, not
-pickle or marshal: decoding a hostile frame can only ever yield plain data).
+Each message travels as one frame of wire/frames.py: a 4-byte big-endian length, then that many
+bytes of UTF-8 JSON (never pickle or marshal: a hostile frame decodes to plain data only).
 
 Messages (each a JSON object with a "t" field):
 
@@ -24,27 +24,24 @@ Messages (each a JSON object with a "t" field):
 
 from __future__ import annotations
 
-import json
-import os
-import struct
-
-HEADER = struct.Struct(">I")
+from wire.frames import (  # noqa: F401  (the framing, defined there: imported from here too)
+    HEADER,
+    MAX_REPLY_BYTES,
+    MAX_REPLY_VALUE_BYTES,
+    MAX_REQUEST_BYTES,
+    REPLY_ENVELOPE_BYTES,
+    FrameBuffer,
+    ProtocolError,
+    decode,
+    encode,
+    read_exact,
+    read_frame,
+    write_all,
+    write_frame,
+)
 
 # The script languages: the worker runs a script of language L with sandbox_worker/lang/L.
 LANGUAGES = ("fdsl", "ps")
-
-# Worker requests are small; replies may carry a whole document. A reply's value is bounded by
-# the broker's reply budget (runtime/budget.py), which cannot be set above MAX_REPLY_VALUE_BYTES;
-# the envelope around it is small. So a reply the broker sends always fits the worker's limit.
-MAX_REQUEST_BYTES = 1 << 20
-MAX_REPLY_VALUE_BYTES = 64 << 20
-REPLY_ENVELOPE_BYTES = 64 << 10
-MAX_REPLY_BYTES = MAX_REPLY_VALUE_BYTES + REPLY_ENVELOPE_BYTES
-
-
-class ProtocolError(Exception):
-    """A frame or message that does not follow this protocol."""
-
 
 # Argument kinds used in the op table. The broker validates every call against it.
 STR = "str"
@@ -262,70 +259,3 @@ ERROR_KINDS = frozenset(
         "InternalError",  # a bug on our side; never the script's fault
     }
 )
-
-
-def encode(message: dict) -> bytes:
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
-    return HEADER.pack(len(payload)) + payload
-
-
-def decode(payload: bytes) -> dict:
-    try:
-        message = json.loads(payload.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ProtocolError(f"undecodable frame: {type(exc).__name__}") from None
-    if not isinstance(message, dict) or not isinstance(message.get("t"), str):
-        raise ProtocolError("a message must be an object with a string field 't'")
-    return message
-
-
-def write_frame(fd: int, message: dict) -> None:
-    write_all(fd, encode(message))
-
-
-def write_all(fd: int, frame: bytes) -> None:
-    data = memoryview(frame)
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
-
-
-def read_exact(fd: int, size: int) -> bytes:
-    """Read exactly size bytes; EOFError if the other side closed first."""
-    chunks = []
-    while size:
-        chunk = os.read(fd, min(size, 1 << 20))
-        if not chunk:
-            raise EOFError("pipe closed")
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_frame(fd: int, limit: int) -> dict:
-    (size,) = HEADER.unpack(read_exact(fd, HEADER.size))
-    if size > limit:
-        raise ProtocolError(f"frame of {size} bytes exceeds the limit of {limit}")
-    return decode(read_exact(fd, size))
-
-
-class FrameBuffer:
-    """Incremental frame parser for a non-blocking reader (the broker's poll loop)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.buffer = bytearray()
-
-    def feed(self, data: bytes) -> list[dict]:
-        self.buffer += data
-        messages = []
-        while len(self.buffer) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self.buffer)
-            if size > self.limit:
-                raise ProtocolError(f"frame of {size} bytes exceeds the limit of {self.limit}")
-            end = HEADER.size + size
-            if len(self.buffer) < end:
-                break
-            messages.append(decode(bytes(self.buffer[HEADER.size:end])))
-            del self.buffer[:end]
-        return messages
