@@ -3,8 +3,8 @@
 `fdsl run ...` connects to this user's server (runtime/server.py), starting it on first use,
 and hands it the command line with its own standard streams and terminal (SCM_RIGHTS): the
 server's warm runner runs it exactly as `fdsl run` would in process, writing straight to this
-process's stdout and stderr. This module imports only the standard library and the wire
-protocol, so the client costs an interpreter start and a connection.
+process's stdout and stderr. This module imports only the standard library and the wire's
+framing, so the client costs an interpreter start and a connection.
 
 In process instead (as before the server existed): `--no-server`, FDSL_NO_SERVER or CI set in
 the environment, every command but `run`, and whenever the server cannot be used (an unsafe
@@ -12,8 +12,8 @@ socket directory, a server that cannot start): then with a one-line note on stde
 
 `fdsl server start|stop|status` manages the server. Its directory: FDSL_SERVER_DIR, else
 $XDG_RUNTIME_DIR/fdsl, else /tmp/fdsl-<uid>; it must be this user's and closed to others (0700),
-or the server is not used. A server of another build of the project (its files changed) is
-stale: it is stopped and a new one started.
+or the server is not used. A server of another interpreter or checkout, or whose files changed
+since it started (runtime/staleness.py), is stale: it is stopped and a new one started.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import _socket
 import os
 import sys
 
-from runtime.serverctl import ServerUnavailable, _stop_stale, ask, build_id, connect, reply, server_command, server_dir
-from wire import protocol
+from runtime.serverctl import ServerUnavailable, _stop_stale, ask, connect, origin, reply, server_command, server_dir
+from wire import frames
 
 
 def wants_server(argv: list[str]) -> bool:
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_through_server(argv: list[str]) -> int:
-    directory, build = server_dir(), build_id()
+    directory, build = server_dir(), origin()
     request = {"t": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "build": build}
     fds = [0, 1, 2]
     try:
@@ -77,7 +77,7 @@ def _wait(sock: _socket.socket) -> dict:
 
     def forward(signum, _frame):
         try:
-            sock.sendall(protocol.encode({"t": "signal", "signal": signum}))
+            sock.sendall(frames.encode({"t": "signal", "signal": signum}))
         except OSError:
             pass
 

@@ -22,7 +22,8 @@ the runner, which ends its script and worker as an in-process run does; the clie
 
 The server is one thread (it forks): an event loop over the listening socket, the clients'
 sockets and its runners. It exits after IDLE_SECONDS without a request, on `fdsl server stop`,
-and when a client of another build asks (it is stale: that client starts a new one).
+and when a client of another build asks, or its own code changed on disk since it started
+(runtime/staleness.py): it is stale, and that client starts a new one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ import sys
 import time
 from pathlib import Path
 
+from runtime.serverctl import ROOT
+from runtime.staleness import SourceWatch
 from wire import protocol
 
 IDLE_SECONDS = 15 * 60
@@ -89,8 +92,9 @@ def send(conn: socket.socket, message: dict) -> None:
 
 
 class Server:
-    def __init__(self, directory: Path, build: str) -> None:
+    def __init__(self, directory: Path, build: str, since: float | None = None) -> None:
         self.directory, self.build = directory, build
+        self.sources = SourceWatch(ROOT, since=since)  # before warm_up imports the project
         self.selector = selectors.DefaultSelector()
         self.ready: list[tuple[int, socket.socket]] = []  # runners waiting: (pid, their socket)
         self.children: dict[int, socket.socket] = {}  # runner pid -> its client's connection
@@ -184,7 +188,7 @@ class Server:
 
     def request(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
         kind = request.get("t")
-        if request.get("build") != self.build:
+        if request.get("build") != self.build or self.sources.changed():
             send(conn, {"t": "stale", "build": self.build})
             self.stopping = True
         elif kind == "status":
@@ -349,7 +353,7 @@ class Server:
 
 
 # What the `fdsl` client imports (runtime/client.py): the start of every `fdsl run`.
-CLIENT_MODULES = ("runtime", "runtime.client", "runtime.serverctl", "wire", "wire.protocol")
+CLIENT_MODULES = ("runtime", "runtime.client", "runtime.serverctl", "wire", "wire.frames")
 
 
 def compile_client() -> None:
@@ -539,14 +543,15 @@ def release_client(tty: list[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m runtime.server")
     parser.add_argument("--dir", required=True)
-    parser.add_argument("--build", required=True)
+    parser.add_argument("--build", required=True, help="the clients it serves (runtime/serverctl.py origin())")
+    parser.add_argument("--since", type=float, help="when the client that starts it began (time.time())")
     args = parser.parse_args()
     global WARM_IDLE_SECONDS
     try:
         WARM_IDLE_SECONDS = min(max(float(os.environ.get("FDSL_SERVER_KEEP_SECONDS", WARM_IDLE_SECONDS)), 0.1), 3600.0)
     except ValueError:
         pass
-    server = Server(Path(args.dir), args.build)
+    server = Server(Path(args.dir), args.build, args.since)
     server.warm_up()
     server.serve()
 

@@ -1,7 +1,7 @@
 """The per-user server's place and life cycle, for its clients: the directory (private to this
-user), the build id a server must match, connecting (starting it first if need be), and
+user), the origin a server must match, connecting (starting it first if need be), and
 `fdsl server start|stop|status`. runtime/client.py runs commands through it; runtime/server.py
-is the server. Standard library and the wire protocol only: the client imports this.
+is the server. Standard library and the wire's framing only: the client imports this.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ import os
 import stat
 import sys
 import time
-import zlib
 
-from wire import protocol
+from wire import frames
 
 START_TIMEOUT_S = 20.0
-PACKAGES = ("runtime", "transpiler", "sandbox_worker", "wire")
 
 
 class ServerUnavailable(Exception):
@@ -48,31 +46,28 @@ def server_dir() -> str:
     return path
 
 
-def build_id() -> str:
-    """What the server must have been started from: this interpreter and the project's files."""
-    seen = [sys.executable]
-    for package in PACKAGES:
-        for folder, dirs, files in os.walk(os.path.join(ROOT, package)):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".lark")):
-                    st = os.stat(os.path.join(folder, name))
-                    seen.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
-    data = "\n".join(seen).encode()
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"  # a change detector, not a defence: same user
+def origin() -> str:
+    """What a server must have been started from to serve this client: this interpreter and this
+    checkout of the project. Whether the project's files changed since the server started, the
+    server itself watches (runtime/staleness.py)."""
+    return f"{sys.executable}|{ROOT}"
 
 
 def connect(directory: str, build: str, start: bool = True) -> _socket.socket:
-    """A connection to a server of this build, started (or restarted) if need be."""
+    """A connection to the server, started (or restarted) if need be."""
+    try:
+        return _dial(directory)  # the common case, without the lock
+    except OSError:
+        if not start:
+            raise ServerUnavailable("no server is running") from None
     import fcntl
 
     with open(os.path.join(directory, "start.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one client starts the server, the others wait for it
         try:
-            return _dial(directory)
+            return _dial(directory)  # another client started it meanwhile
         except OSError:
-            if not start:
-                raise ServerUnavailable("no server is running") from None
+            pass
         _start(directory, build)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -98,7 +93,9 @@ def _start(directory: str, build: str) -> None:
     import subprocess
 
     log = open(os.path.join(directory, "server.log"), "ab")
-    subprocess.Popen([sys.executable, "-m", "runtime.server", "--dir", str(directory), "--build", build],
+    since = time.time()  # a project file changed after this makes the new server stale at once
+    subprocess.Popen([sys.executable, "-m", "runtime.server", "--dir", str(directory), "--build", build,
+                      "--since", repr(since)],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
                      close_fds=True, start_new_session=True)
     log.close()
@@ -107,7 +104,7 @@ def _start(directory: str, build: str) -> None:
 def ask(sock: _socket.socket, message: dict, fds: list[int] = ()) -> None:
     """A request, with descriptors passed along (SCM_RIGHTS) when `fds` names some."""
     ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-    data = protocol.encode(message)
+    data = frames.encode(message)
     sent = sock.sendmsg([data], ancillary)
     if sent < len(data):
         sock.sendall(data[sent:])
@@ -115,8 +112,8 @@ def ask(sock: _socket.socket, message: dict, fds: list[int] = ()) -> None:
 
 def reply(sock: _socket.socket) -> dict | None:
     try:
-        return protocol.read_frame(sock.fileno(), protocol.MAX_REQUEST_BYTES)
-    except (EOFError, OSError, protocol.ProtocolError):
+        return frames.read_frame(sock.fileno(), frames.MAX_REQUEST_BYTES)
+    except (EOFError, OSError, frames.ProtocolError):
         return None
 
 
@@ -133,7 +130,7 @@ def server_command(args: list[str]) -> int:
         print("usage: fdsl server start|stop|status", file=sys.stderr)
         return 2
     try:
-        directory, build = server_dir(), build_id()
+        directory, build = server_dir(), origin()
         sock = connect(directory, build, start=action == "start")
     except ServerUnavailable as exc:
         print(f"fdsl server: {exc}", file=sys.stderr)
@@ -150,6 +147,6 @@ def server_command(args: list[str]) -> int:
     if action == "stop":
         print("fdsl server: stopping")
     else:
-        print(f"fdsl server: running, pid {answer.get('pid')}, build {answer.get('build')}, "
+        print(f"fdsl server: running, pid {answer.get('pid')}, for {answer.get('build')}, "
               f"{answer.get('served')} runs served, {answer.get('kept')} runners kept, up {answer.get('uptime_s')} s ({directory})")
     return 0

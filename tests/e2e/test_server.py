@@ -5,6 +5,7 @@ stale server is replaced; CI and --no-server run in process."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -196,6 +197,41 @@ def test_a_stale_server_is_replaced(server_dir, tmp_path):
     assert served.returncode == 0 and served.stdout == "8\n", served.stderr
     assert old.wait(timeout=30) == 0  # the stale one stopped
     assert server_pid(server_dir) != old.pid
+
+
+def test_a_server_whose_code_changed_on_disk_is_replaced(server_dir, tmp_path):
+    """The server watches its own packages (runtime/staleness.py): a checkout edited while it
+    runs is served by a new server at the next run, never by the old code."""
+    checkout = tmp_path / "checkout"
+    for package in ("runtime", "transpiler", "sandbox_worker", "wire"):
+        shutil.copytree(REPO / package, checkout / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "s.fdsl").write_text("print(5)\n")
+
+    def run():
+        return subprocess.run([sys.executable, "-m", "runtime.client", "run", str(tmp_path / "s.fdsl"), "--root", str(tmp_path)],
+                              cwd=checkout, env=env_for(server_dir, PYTHONPATH=str(checkout)),
+                              capture_output=True, text=True, timeout=120)
+
+    first = run()
+    assert first.returncode == 0 and first.stdout == "5\n", first.stderr
+    old = server_pid(server_dir)
+    assert run().stdout == "5\n" and server_pid(server_dir) == old  # unchanged: the same server
+    with open(checkout / "transpiler" / "errors.py", "a") as source:
+        source.write("\n# edited\n")
+    again = run()
+    assert again.returncode == 0 and again.stdout == "5\n", again.stderr
+    assert server_pid(server_dir) != old
+    deadline = time.monotonic() + 20  # the stale server stops once it has answered
+    while not ended(old) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ended(old)
+
+
+def ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_an_unsafe_server_directory_means_in_process_with_a_note(tmp_path):

@@ -40,3 +40,14 @@ def test_a_text_run_imports_nothing_heavy_and_restores_the_plugin_switch(tmp_pat
 
 def test_an_applications_own_plugin_setting_is_kept(tmp_path):
     assert probe(tmp_path, {"PYDANTIC_DISABLE_PLUGINS": "some_plugin"})["switch"] == "some_plugin"
+
+
+def test_the_fdsl_client_imports_only_what_it_frames_requests_with():
+    """Every `fdsl run` starts an interpreter that imports runtime.client: of ours only the
+    client, its server control and the wire's framing (not the op tables of wire.protocol),
+    and nothing that would fingerprint the project's files (the server watches them)."""
+    code = ("import sys; import runtime.client; print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('runtime', 'wire', 'transpiler', 'sandbox_worker', 'zlib', 'fcntl', 'socket', 'signal')))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.replace("'", '"')) == ["runtime", "runtime.client", "runtime.serverctl", "wire", "wire.frames"]
