@@ -14,7 +14,11 @@ The contract with the worker (sandbox_worker/lang/ps/), one line per rewrite:
     what a run is; ``charged_lines`` makes the table of ``@ps_run``).
   * Inside loops and functions, rewrite ``a OP b`` (``+ - *``, ``%`` by a non-zero literal,
     ``== != < <= > >=``) of variables and integer literals to ``(a OP b if ps_type(a) is
-    ps_int and ... else ps_helper(a, b))``.
+    ps_int and ... else ps_helper(a, b))``; a variable known to hold only ints (``ints.py``)
+    needs no check, unless a checked variable follows it (the checks keep the order of reads).
+  * Rewrite an operation of those ``+ - * % == != < <= > >=`` whose operands are all known ints
+    (int literals, known-int variables, such operations) to Python's ``(a OP b)``, everywhere
+    (the top level too): for two ints the helper is exactly Python's operator.
   * Rewrite ``a + b`` to ``ps_add(a, b)`` (string concatenation with DSL rendering, number
     addition, array concatenation, nothing else) and ``- * / %`` to ``ps_sub``, ``ps_mul``,
     ``ps_div``, ``ps_mod`` (numbers only, booleans are not numbers); unary minus to
@@ -49,6 +53,8 @@ from ..emitbase import Emitted, EmitterBase, emit_guarded
 from ..errors import DSLError
 from . import ast as A
 from .check import _defined
+from .ints import int_literal as _int_literal
+from .ints import int_typed, known_ints
 from .surface import BUILTINS, REBINDABLE, RUNTIME_VARS
 
 __all__ = ["emit", "HEADER"]
@@ -99,12 +105,6 @@ _FAST_CMP = {"==": cst.Equal, "!=": cst.NotEqual, "<": cst.LessThan, "<=": cst.L
 _GUARD = re.compile(r"( *)if \(ps_n := ps_n \+ (\d+)\) < ps_at:$")
 
 
-def _int_literal(node: A.Node) -> bool:
-    if isinstance(node, A.UnaryOp) and node.op == "-":
-        node = node.operand
-    return isinstance(node, A.Const) and type(node.value) is int
-
-
 def _global_counter() -> cst.SimpleStatementLine:
     return cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name("ps_n"))])])
 
@@ -144,6 +144,7 @@ class _Emitter(EmitterBase):
     runs = True
     hot = False  # inside a loop or a function: runs counted once, integer fast paths
     bound: frozenset = frozenset()  # every name the script binds (a parameter may shadow `len`)
+    ints: frozenset = frozenset()  # the names that only ever hold an int (ints.py)
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -175,6 +176,8 @@ class _Emitter(EmitterBase):
             return cst.Dict([cst.DictElement(_string(k), self.expr(v))
                              for k, v in zip(node.keys, node.values)])
         if isinstance(node, A.BinOp):
+            if node.op in _FAST_BIN and int_typed(node, self.ints):
+                return self._int_op(node, _FAST_BIN[node.op])
             fast = self.hot and self._fast(node, _FAST_BIN.get(node.op), _BIN_HELPERS[node.op])
             return fast or _call(_BIN_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
         if isinstance(node, A.UnaryOp):
@@ -189,6 +192,8 @@ class _Emitter(EmitterBase):
             return cst.BooleanOperation(left=self.expr(node.left, prec), operator=op,
                                         right=self.expr(node.right, prec + 1))
         if isinstance(node, A.Compare):
+            if node.op in _FAST_CMP and int_typed(node.left, self.ints) and int_typed(node.right, self.ints):
+                return self._int_op(node, _FAST_CMP[node.op])
             fast = self.hot and self._fast(node, _FAST_CMP.get(node.op), _CMP_HELPERS[node.op])
             return fast or _call(_CMP_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
         if isinstance(node, A.Call):
@@ -200,25 +205,42 @@ class _Emitter(EmitterBase):
                                  slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))])
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
+    def _int_op(self, node, op) -> cst.BaseExpression:
+        """``(a OP b)``: both operands are ints whenever they have a value (``ints.py``), the case
+        where Python's operator is exactly the helper; a read of an unassigned name raises the
+        same error either way."""
+        left, right = self.expr(node.left, NEG), self.expr(node.right, NEG)
+        if isinstance(node, A.BinOp):
+            built = cst.BinaryOperation(left, op(), right)
+        else:
+            built = cst.Comparison(left, [cst.ComparisonTarget(op(), right)])
+        return built.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
     def _fast(self, node, op, helper: str) -> cst.IfExp | None:
         """``(a OP b if ps_type(a) is ps_int and ... else ps_helper(a, b))`` for two operands that
         are variables or integer literals (at least one variable): two integers are the case
         where Python's operator is exactly the helper (no booleans, strings, floats or errors);
-        every other case goes to the helper. ``%`` only by a non-zero literal."""
+        every other case goes to the helper. ``%`` only by a non-zero literal. A variable known
+        to hold only ints (``self.ints``) needs no check when no checked variable comes after it
+        (the checks read the variables before the operation does: a known one left of a checked
+        one keeps its check, so an unassigned variable still fails first where it did)."""
         left, right = node.left, node.right
         names = [n for n in (left, right) if isinstance(n, A.Name) and n.id not in RUNTIME_VARS]
         if op is None or not names or not all(n in names or _int_literal(n) for n in (left, right)):
             return None
         if node.op == "%" and not (_int_literal(right) and right.value != 0 if isinstance(right, A.Const) else False):
             return None
+        unknown = [i for i, n in enumerate(names) if n.id not in self.ints]
         test = None
-        for n in names:
+        for n in names[:unknown[-1] + 1] if unknown else ():
             check = cst.Comparison(_call("ps_type", self.expr(n)), [cst.ComparisonTarget(cst.Is(), cst.Name("ps_int"))])
             test = check if test is None else cst.BooleanOperation(test, cst.And(), check)
         if isinstance(node, A.BinOp):
             body = cst.BinaryOperation(self.expr(left, NEG), op(), self.expr(right, NEG))
         else:
             body = cst.Comparison(self.expr(left, NEG), [cst.ComparisonTarget(op(), self.expr(right, NEG))])
+        if test is None:  # every variable known int (int_typed sends these to _int_op first)
+            return body.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return cst.IfExp(test=test, body=body, orelse=_call(helper, self.expr(left), self.expr(right)),
                          lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
@@ -422,6 +444,7 @@ class _Emitter(EmitterBase):
 
     def module(self, node: A.Module, filename: str) -> Emitted:
         self.bound = frozenset(_defined(node))
+        self.ints = known_ints(node)
         body = self.body(node.body) or [cst.SimpleStatementLine([cst.Pass()])]
         run = cst.With(items=[cst.WithItem(_call("ps_main"))], body=cst.IndentedBlock(body))
         # The script is a function (its variables fast locals), run at once by its decorator. An

@@ -95,7 +95,7 @@ def emitted_statement(source: str) -> str:
 
 
 def test_operators_become_helper_calls_nested_as_the_precedence_says():
-    assert (emitted_statement("a = 1\nb = 2\nx = (a - b) * -(a % b) / 2 - -a\n")
+    assert (emitted_statement("a = 1.5\nb = 2.5\nx = (a - b) * -(a % b) / 2 - -a\n")  # not ints: see test_ints.py
             == "x = ps_sub(ps_div(ps_mul(ps_sub(a, b), ps_neg(ps_mod(a, b))), 2), ps_neg(a))")
     assert emitted_statement("x = -1 + -2.5\n") == "x = ps_add(-1, -2.5)"  # number literals stay
     assert (emitted_statement("a = 1\nx = not (a or a) and a in [a] or a not in [1]\n")

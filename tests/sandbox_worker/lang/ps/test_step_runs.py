@@ -114,6 +114,23 @@ SCRIPTS = {
     "multi-line literals": 'for i in range(3):\n  x = {\n    a: i,\n    b: [1,\n      2]\n  }\n  y = `two\nlines`\n'
                            '  z = 10 / (1 - i)\n  log(x, y, z)\n',
     "rebound built-in": 'plan = 3\nlog(plan)\nfor i in range(2):\n  plan = plan + i\n  log(plan)\n',
+    # the static int analysis (transpiler/ps/ints.py): known ints, and names it must not trust
+    "known ints in every scope": 'n = 5\ndef count():\n  s = 0\n  j = 0\n  while j < n:\n    s = s + j * 2 - 1\n'
+                                 '    j = j + 1\n  return s\nclass C:\n  def m(self):\n    t = n % 3\n    return t\n'
+                                 'c = C()\nretry 2:\n  timeout 100000:\n    r = count() + c.m()\n    q = -2\n'
+                                 '    with policy { allowActions: ["REPORT"] }:\n      q = q * n - 1\nlog(r, q, n == 5, q < n)\n',
+    "int rebound to a string in a function": 'x = 1\ni = 0\ndef f():\n  x = "a"\n  return x + 1\nwhile i < 3:\n'
+                                             '  x = x + i\n  log(x, f())\n  i = i + 1\nlog(x + 1, x < 9)\n',
+    "for target reuses an int name": 'n = 0\ntotal = 0\nwhile n < 3:\n  total = total + n\n  n = n + 1\n'
+                                     'for n in ["a", "b"]:\n  log(n + 1)\n  total = total * 2\nlog(total, n)\n',
+    "parameter named like an int": 'k = 2\nm = 0\ndef g(k):\n  return k + 1\nwhile m < 3:\n  m = m + 1\n'
+                                   '  log(g("ab"), g(m), m * k, g(1.5) + m)\n',
+    "int rebound to a float and a bool": 'a = 1\nc = 0\nf = 0\nwhile c < 3:\n  c = c + 1\n  a = a * 2\n'
+                                         '  if c == 2:\n    a = 1.5\n    f = true\n  log(a + c)\n  f = f + c\nlog(f)\n',
+    "known int read before it is assigned": 'def f(p):\n  return q + p\nq = 1\nlog(f(2))\ndef g():\n'
+                                            '  return z * 2 < q\nlog(g())\nz = 3\n',
+    "two unassigned names, a known int first": 'def g():\n  return q + w\nfor i in range(2):\n  log(i)\n'
+                                               'log(g())\nq = 1\nw = "s"\n',
 }
 
 
@@ -127,6 +144,18 @@ def test_every_budget_stops_at_the_same_statement_as_counting_each_statement(nam
         reference = run(source, max_steps, runs=False, monkeypatch=monkeypatch)
         counted = run(source, max_steps, runs=True, monkeypatch=monkeypatch)
         assert counted == reference, (name, max_steps)
+
+
+@pytest.mark.parametrize("name", list(SCRIPTS))
+def test_known_ints_change_nothing_a_script_does(name, monkeypatch):
+    """The same run with the static int analysis off (every operand checked at run time, as
+    before it): the output, the error and its position, the counts."""
+    source = SCRIPTS[name]
+    analysed = run(source, 0, monkeypatch=monkeypatch)
+    monkeypatch.setattr(ps_emit, "known_ints", lambda module: frozenset())
+    if name == "while":  # the analysis is off indeed
+        assert "while (i < 4 if ps_type(i) is ps_int else ps_lt(i, 4)):" in compile_script(source, lang="ps").python
+    assert run(source, 0, monkeypatch=monkeypatch) == analysed
 
 
 def test_reports_to_the_broker_are_the_same_around_each_report():
@@ -169,10 +198,12 @@ def test_an_error_in_the_middle_of_a_run_counts_only_the_statements_that_ran(mon
 
 def test_loops_and_functions_count_runs_and_top_level_code_each_statement():
     python = compile_script('x = 1\ny = x + 1\nwhile x < 3:\n  x = x + 1\n  y = y + x\n'
-                            'def f(a):\n  b = a + 1\n  return b\n', lang="ps").python
-    assert "ps_step(); y = ps_add(x, 1)" in python  # top level: runs once, counted as before
+                            'def f(a):\n  b = a + 1\n  return b\nh = 0.5\nk = h + 1\n', lang="ps").python
+    assert "ps_step(); k = ps_add(h, 1)" in python  # top level: runs once, counted as before
+    assert "ps_step(); y = (x + 1)" in python  # x and y only ever hold ints: Python's + even here
     assert "if (ps_n := ps_n + 2) < ps_at:" in python  # the loop body: one count for 2 statements
-    assert "x = (x + 1 if ps_type(x) is ps_int else ps_add(x, 1))" in python  # integers inline
+    assert "x = (x + 1)\n" in python and "y = (y + x)\n" in python
+    assert "b = (a + 1 if ps_type(a) is ps_int else ps_add(a, 1))" in python  # a parameter: checked inline
     assert [line.strip() for line in python.splitlines()].count("def f(a):") == 1  # a def is never copied
     assert python.count("global ps_n") == 2  # the script's function and f: both count in the global counter
     assert compile_restricted_exec(python, filename="<script>").errors == ()
