@@ -7,7 +7,7 @@ is the server. Standard library and the wire's framing only: the client imports 
 from __future__ import annotations
 
 import _socket  # not `socket`: its enums cost the client a tenth of an interpreter's start
-import array
+import _struct
 import os
 import stat
 import sys
@@ -103,7 +103,7 @@ def _start(directory: str, build: str) -> None:
 
 def ask(sock: _socket.socket, message: dict, fds: list[int] = ()) -> None:
     """A request, with descriptors passed along (SCM_RIGHTS) when `fds` names some."""
-    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+    ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _struct.pack(f"{len(fds)}i", *fds))] if fds else []
     data = frames.encode(message)
     sent = sock.sendmsg([data], ancillary)
     if sent < len(data):

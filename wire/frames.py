@@ -6,7 +6,7 @@ its requests to the server, imports no more than it needs.
 
 from __future__ import annotations
 
-import json
+import _json  # json's C codec itself, what json.dumps and json.loads run (see below)
 import os
 from _struct import Struct  # not `struct`: its wrapper module costs the client start-up time
 
@@ -25,14 +25,59 @@ class ProtocolError(Exception):
     """A frame or message that does not follow this protocol."""
 
 
+# JSON through _json, json's C accelerator, called as json.dumps(ensure_ascii=False,
+# separators=(",", ":")) and json.loads (default settings) call it, to the same output and the
+# same refusals (tests/wire/test_frames.py compares them): the json package's Python layer costs
+# every `fdsl run` 2-3 ms of imports, and each frame 1-2 us of settings.
+_JSON_WHITESPACE = " \t\n\r"
+
+
+def _not_serializable(value):
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+class _LoadsSettings:
+    """What _json's scanner reads from a json.JSONDecoder: json.loads's defaults."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+
+    def __init__(self) -> None:
+        self.parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+_scan = _json.make_scanner(_LoadsSettings())
+
+
+def dumps(value) -> str:
+    # a new encoder each time: its circular-reference marks are left behind by a failed call
+    return "".join(_json.make_encoder({}, _not_serializable, _json.encode_basestring, None, ":", ",",
+                                      False, False, True)(value, 0))
+
+
+def loads(text: str):
+    """json.loads(text): ValueError (json's JSONDecodeError) for what is not one JSON value."""
+    start = len(text) - len(text.lstrip(_JSON_WHITESPACE))
+    try:
+        value, end = _scan(text, start)
+    except StopIteration:
+        raise ValueError("Expecting value") from None
+    except SystemError:  # _json raises its errors as json.decoder's, and fails so where that is not loaded
+        raise ValueError("not JSON") from None
+    if text[end:].strip(_JSON_WHITESPACE):
+        raise ValueError("Extra data")
+    return value
+
+
 def encode(message: dict) -> bytes:
-    payload = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    payload = dumps(message).encode("utf-8", "surrogatepass")
     return HEADER.pack(len(payload)) + payload
 
 
 def decode(payload: bytes) -> dict:
     try:
-        message = json.loads(payload.decode("utf-8"))
+        message = loads(payload.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ProtocolError(f"undecodable frame: {type(exc).__name__}") from None
     if not isinstance(message, dict) or not isinstance(message.get("t"), str):
