@@ -32,7 +32,7 @@ from runtime.cliparser import (  # noqa: E402
 )
 from runtime.promptscript.options import PSOptions  # noqa: E402
 
-# How `fdsl run` runs its script when set: a kept server runner's (runtime/server.py WarmRuns);
+# How `fdsl run` runs its script when set: a kept server runner's (runtime/runner.py WarmRuns);
 # None: run_script.
 RUN_SCRIPT = None
 from transpiler import language_for  # noqa: E402

@@ -49,7 +49,7 @@ def worker_command(preload: bool = False) -> list[str]:
     return jailed_command("sandbox_worker.main", ("RestrictedPython",), "main(preload=True)" if preload else "main()")
 
 
-# Workers this process started ahead for its next runs (runtime/server.py's runners): a run with
+# Workers this process started ahead for its next runs (runtime/runner.py): a run with
 # every layer takes the first, others start their own.
 PRESTARTED: list[subprocess.Popen] = []
 

@@ -31,7 +31,7 @@ def terminal_safe(text: str) -> str:
     return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\u{ord(c):04x}" for c in text)
 
 
-# The terminal approvals are asked on (runtime/server.py's runners use the client's, passed to them).
+# The terminal approvals are asked on (runtime/runner.py: a server runner uses the client's, passed to it).
 CONTROLLING_TTY = "/dev/tty"
 
 # Written before a prompt: resets colours, character set and cursor whatever was printed before.

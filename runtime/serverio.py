@@ -1,0 +1,55 @@
+"""The frames the per-user server, its runners and its clients exchange over Unix sockets: a
+request with the descriptors passed along (SCM_RIGHTS), and the small frames that come back
+(a client's signal, a runner's "done"). runtime/server.py and runtime/runner.py read and write
+them; the client's side is runtime/serverctl.py (standard library only).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from wire import protocol
+
+MAX_FDS = 4  # stdin, stdout, stderr and the controlling terminal
+MAX_REQUEST_BYTES = 1 << 20
+
+
+def peer_uid(conn: socket.socket) -> int:
+    pid_uid_gid = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", pid_uid_gid)[1]
+
+
+def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    """The request frame and the descriptors passed with it (SCM_RIGHTS)."""
+    data, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST_BYTES, MAX_FDS)
+    buffer = protocol.FrameBuffer(MAX_REQUEST_BYTES)
+    messages = buffer.feed(data)
+    while not messages:
+        more = conn.recv(MAX_REQUEST_BYTES)
+        if not more:
+            raise EOFError("the client closed the connection")
+        messages = buffer.feed(more)
+    return messages[0], fds
+
+
+def received(conn: socket.socket) -> list[dict] | None:
+    """The small frames a readable socket holds (a client's signal, a runner's "done"): None at
+    EOF, [] when what came is not a frame."""
+    try:
+        data = conn.recv(4096)
+    except OSError:
+        return None
+    if not data:
+        return None
+    try:
+        return protocol.FrameBuffer(4096).feed(data)
+    except protocol.ProtocolError:
+        return []
+
+
+def send(conn: socket.socket, message: dict) -> None:
+    try:
+        conn.sendall(protocol.encode(message))
+    except OSError:
+        pass
