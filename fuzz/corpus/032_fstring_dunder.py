@@ -4,6 +4,6 @@
 # baseline: -restrictedpython => escaped
 # an f-string field is an expression: attribute access to the os module
 d = Directory("/")
-text = f"{d.__init__.__globals__['BrokerClient'].call.__globals__['protocol'].os.name}"
+text = f"{d.__init__.__globals__['BrokerClient'].call.__globals__['frames'].os.name}"
 if text == "posix":
     print("ESCAPED", text)

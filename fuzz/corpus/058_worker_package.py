@@ -2,6 +2,6 @@
 # stops: guards: __import__ not found
 # os: process/seccomp: Operation not permitted
 # baseline: -guards => escaped
-# the worker's own protocol module and its os
-import wire.protocol
-print("ESCAPED", wire.protocol.os.posix_spawn("/bin/true", ["true"], {}))
+# the worker's own framing module and its os
+import wire.frames
+print("ESCAPED", wire.frames.os.posix_spawn("/bin/true", ["true"], {}))

