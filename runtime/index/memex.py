@@ -35,7 +35,7 @@ from runtime.fs import paths
 from runtime.fs.entries import WalkEntry
 from runtime.fs.vfs import VirtualFS
 from runtime.index import store
-from runtime.index.tokens import TokenIndex, tokens_of
+from runtime.index.tokens import TokenIndex, change_of, tokens_of
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, Document, DocumentStore, parse_pdf, text_of
 from runtime.services.globs import compile_glob
 from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, line_starts, matching_lines, numbered
@@ -114,8 +114,8 @@ class Index:
             if st is None or e.loc is None or (st.st_mode & 0o170000) != 0o100000:
                 continue
             seen.add(e.rel)
-            if self.tokens.fresh(e.rel, st.st_size, st.st_mtime_ns) is None and \
-                    self.skipped.get(e.rel, ("",))[0] != (st.st_size, st.st_mtime_ns):
+            if self.tokens.fresh(e.rel, st.st_size, st.st_mtime_ns, change_of(st)) is None and \
+                    self.skipped.get(e.rel, ("",))[0] != (st.st_size, st.st_mtime_ns, change_of(st)):
                 stale.append(e)
         for key in [k for k in self.tokens.docs if k not in seen]:
             self._drop(key)
@@ -145,14 +145,14 @@ class Index:
                 kind, text = "text", text_of(e.rel, data)
         except SKIPPABLE as exc:
             self._drop(e.rel)
-            self.skipped[e.rel] = ((st.st_size, trusted_mtime(st.st_mtime_ns, read_ns)), str(exc))
+            self.skipped[e.rel] = ((st.st_size, trusted_mtime(st.st_mtime_ns, read_ns), change_of(st)), str(exc))
             return
         self.skipped.pop(e.rel, None)
         self._drop(e.rel)
         if 2 * (self.chars + len(text)) > self.memory_bytes:
             raise MemexError(f"the documents need more than {mib(self.memory_bytes)} of memory (at {e.rel}): "
                              "index a subdirectory")
-        self.tokens.add(e.rel, st.st_size, trusted_mtime(st.st_mtime_ns, read_ns), tokens_of(text))
+        self.tokens.add(e.rel, st.st_size, trusted_mtime(st.st_mtime_ns, read_ns), tokens_of(text), change=change_of(st))
         self.texts[e.rel] = (kind, text)
         self.chars += len(text)
         self._parsed.pop(e.rel, None)
@@ -232,7 +232,7 @@ class Index:
         except ScriptError:
             self._drop(key)
             return False
-        if self.tokens.fresh(key, st.st_size, st.st_mtime_ns) is None:
+        if self.tokens.fresh(key, st.st_size, st.st_mtime_ns, change_of(st)) is None:
             self._learn(WalkEntry(res.vpath, key, res.parts[-1], "file", st, st, res.real, None, res.loc))
         return key in self.texts
 

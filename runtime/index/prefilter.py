@@ -20,7 +20,7 @@ import time
 from runtime.fs.mounts import Location, MountState
 from runtime.index import store
 from runtime.index.memex import trusted_mtime
-from runtime.index.tokens import TokenIndex, tokens_of
+from runtime.index.tokens import TokenIndex, change_of, tokens_of
 
 MAX_TOKENS = 1_000_000  # distinct tokens one mount's index may hold; past it, documents are not learned
 # A larger text is not learned during a run (tokenizing it would hold up the reply, ~1 s per 16 MB,
@@ -146,11 +146,6 @@ class RunIndex:
             return  # the index is full: this document is searched every time
         tokens.add(key, st.st_size, mtime_ns, found, change=change_of(st))
         self.learned += 1
-
-
-def change_of(st: os.stat_result) -> tuple[int, int]:
-    """What a document learned in memory must still have besides its size and mtime."""
-    return st.st_ino, st.st_ctime_ns
 
 
 def now_ns() -> int:

@@ -1,9 +1,12 @@
 """The index on disk: one SQLite file (stdlib sqlite3, no server), written whole and renamed
 into place, read as untrusted input.
 
-Schema (FORMAT names it): meta(k, v); docs(id, path, size, mtime_ns, kind, text) where text
-is the document's text, zlib-compressed UTF-8 (surrogatepass); postings(token, docs) where docs
-is the bitmap of the ids holding the token (little-endian bytes).
+Schema (FORMAT names it): meta(k, v); docs(id, path, size, mtime_ns, ino, ctime_ns, kind, text)
+where size, mtime, inode and ctime are the file's when it was read (a document is current while
+all four are: runtime/index/tokens.py change_of) and text is the document's text,
+zlib-compressed UTF-8 (surrogatepass); postings(token, docs) where docs is the bitmap of the ids
+holding the token (little-endian bytes). Format 1 kept size and mtime only; such a file is
+refused, and rebuilt by `fdsl index build` or the next index opened over its directory.
 
 Opening checks everything it will rely on and refuses the file otherwise (StoreError): the
 schema must be exactly ours (no trigger, view or extra table), the format current, every
@@ -27,13 +30,13 @@ from runtime.errors import SandboxError
 from runtime.fs import paths
 from runtime.index.tokens import TokenIndex
 
-FORMAT = "fdsl-index 1"
+FORMAT = "fdsl-index 2"
 MAX_DOCS = 1_000_000
 MAX_TEXT_BYTES = 256 << 20
 SCHEMA = (
     "CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID",
     "CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, "
-    "mtime_ns INTEGER NOT NULL, kind TEXT NOT NULL, text BLOB NOT NULL)",
+    "mtime_ns INTEGER NOT NULL, ino INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, kind TEXT NOT NULL, text BLOB NOT NULL)",
     "CREATE TABLE postings(token TEXT PRIMARY KEY, docs BLOB NOT NULL) WITHOUT ROWID",
 )
 
@@ -90,8 +93,8 @@ def save(path: Path, tokens: TokenIndex, texts: dict[str, tuple[str, str]]) -> N
             for sql in SCHEMA:
                 con.execute(sql)
             con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
-            con.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?)", (
-                (rec.id, key, rec.size, rec.mtime_ns, texts[key][0], _deflate(texts[key][1]))
+            con.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
+                (rec.id, key, rec.size, rec.mtime_ns, *(rec.change or (-1, -1)), texts[key][0], _deflate(texts[key][1]))
                 for key, rec in sorted(tokens.docs.items())))
             live, width = tokens.live, (tokens.next_id + 7) // 8
             con.executemany("INSERT INTO postings VALUES (?, ?)", (
@@ -124,7 +127,8 @@ def _check_schema(con: sqlite3.Connection) -> None:
         raise StoreError(f"the index is in another format ({str(meta.get('format'))[:40]!r}, expected {FORMAT!r})")
     bad = con.execute(
         "SELECT count(*) FROM docs WHERE typeof(id) != 'integer' OR id < 0 OR id >= ? OR typeof(path) != 'text' "
-        "OR typeof(size) != 'integer' OR size < 0 OR typeof(mtime_ns) != 'integer' OR kind NOT IN ('text', 'pdf') "
+        "OR typeof(size) != 'integer' OR size < 0 OR typeof(mtime_ns) != 'integer' OR typeof(ino) != 'integer' "
+        "OR typeof(ctime_ns) != 'integer' OR kind NOT IN ('text', 'pdf') "
         "OR typeof(text) != 'blob'", (MAX_DOCS,)).fetchone()[0]
     if bad:
         raise StoreError("the index holds malformed documents")
@@ -160,13 +164,13 @@ def load(path: Path, *, with_texts: bool, owned: bool = False) -> tuple[TokenInd
 def _read(con: sqlite3.Connection, with_texts: bool) -> tuple[TokenIndex, dict[str, tuple[str, str]]]:
     tokens = TokenIndex()
     texts: dict[str, tuple[str, str]] = {}
-    columns = "id, path, size, mtime_ns, kind" + (", text" if with_texts else "")
+    columns = "id, path, size, mtime_ns, ino, ctime_ns, kind" + (", text" if with_texts else "")
     records = []
     for row in con.execute(f"SELECT {columns} FROM docs ORDER BY id"):
-        doc_id, key, size, mtime_ns, kind = row[:5]
-        records.append((doc_id, _checked_path(key), size, mtime_ns))
+        doc_id, key, size, mtime_ns, ino, ctime_ns, kind = row[:7]
+        records.append((doc_id, _checked_path(key), size, mtime_ns, ino, ctime_ns))
         if with_texts:
-            texts[key] = (kind, _inflate(row[5]))
+            texts[key] = (kind, _inflate(row[7]))
     tokens.load(records)
     width = (tokens.next_id + 7) // 8
     bad = con.execute("SELECT count(*) FROM postings WHERE typeof(token) != 'text' OR typeof(docs) != 'blob' "

@@ -39,7 +39,15 @@ class DocRecord:
     id: int
     size: int
     mtime_ns: int
-    change: tuple[int, int] | None = None  # (inode, ctime_ns) of a document learned in memory
+    change: tuple[int, int] | None = None  # (inode, ctime_ns) of the file read (change_of)
+
+
+def change_of(st) -> tuple[int, int]:
+    """What a file must still have besides its size and mtime for a document read from it to be
+    current, as git's index checks: its inode (a file renamed over it is another one) and its
+    ctime (a rewrite of the same size with its mtime set back, as `tar x` or `cp -p` leave it,
+    still moves the ctime, which no one can set)."""
+    return st.st_ino, st.st_ctime_ns
 
 
 def tokens_of(text: str) -> set[str]:
@@ -60,13 +68,10 @@ class TokenIndex:
     # ---------------------------------------------------------------- updates
 
     def fresh(self, key: str, size: int, mtime_ns: int, change: tuple[int, int] | None = None) -> DocRecord | None:
-        """The record of `key` if the file is as it was: same size and mtime and, for a
-        document learned in memory, the same inode and ctime (a same-size rewrite with its
-        mtime set back changes the ctime; a rename brings another inode). A stored index
-        (fdsl index build) keeps size and mtime only."""
+        """The record of `key` if the file is as it was: the same size, mtime, inode and ctime
+        (change_of)."""
         rec = self.docs.get(key)
-        if rec is not None and rec.size == size and rec.mtime_ns == mtime_ns \
-                and (rec.change is None or rec.change == change):
+        if rec is not None and rec.size == size and rec.mtime_ns == mtime_ns and rec.change == change:
             return rec
         return None
 
@@ -98,11 +103,11 @@ class TokenIndex:
         self.live |= bit
         return doc_id
 
-    def load(self, records: list[tuple[int, str, int, int]]) -> None:
-        """Documents (id, key, size, mtime_ns) of a stored index, before its postings."""
+    def load(self, records: list[tuple[int, str, int, int, int, int]]) -> None:
+        """Documents (id, key, size, mtime_ns, inode, ctime_ns) of a stored index, before its postings."""
         live = 0
-        for doc_id, key, size, mtime_ns in records:
-            self.docs[key] = DocRecord(doc_id, size, mtime_ns)
+        for doc_id, key, size, mtime_ns, ino, ctime_ns in records:
+            self.docs[key] = DocRecord(doc_id, size, mtime_ns, (ino, ctime_ns))
             self.keys[doc_id] = key
             live |= 1 << doc_id
         self.live |= live

@@ -4,6 +4,8 @@ build is searched as it is now, and the files the index rules out are not read."
 from __future__ import annotations
 
 import io
+import os
+import sqlite3
 import time
 
 import pytest
@@ -111,3 +113,52 @@ def test_a_cache_directory_that_cannot_be_looked_at_is_no_index(docs, tmp_path, 
     result = run_script('print(len(Directory("/").grep("marker1")))', root=str(docs), timeout=60)
     assert (result.output, result.error) == ("11\n", None)
     assert open_index(docs).grep("marker1")["total"] == 11
+
+
+@pytest.mark.parametrize("how", ["in place", "renamed over"])
+def test_a_built_index_does_not_trust_a_file_rewritten_with_its_size_and_mtime_kept(docs, capsys, how):
+    """A stored index records each file's inode and ctime too (format 2): a rewrite of the same
+    size with the mtime set back (cp -p, tar x) moves the ctime, a file renamed over it brings
+    another inode; either way the old words are not served and the new ones are found."""
+    assert main(["index", "build", str(docs)]) == 0
+    capsys.readouterr()
+    notes = docs / "notes.txt"
+    before = notes.stat()
+    if how == "in place":
+        notes.write_bytes(b"the new wording\r\n")
+    else:
+        (docs / "next.tmp").write_bytes(b"the new wording\r\n")
+        (docs / "next.tmp").replace(notes)
+    os.utime(notes, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (notes.stat().st_size, notes.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    script = ('print(Directory("/").search("old wording", scope="content"))\n'
+              'print(Directory("/").search("new wording", scope="content"))\n')
+    result = run_script(script, root=str(docs), timeout=60)
+    assert result.error is None and result.warnings == [], (result.error, result.warnings)
+    assert result.output.splitlines() == ["[]", "[notes.txt]"]
+    assert open_index(docs).grep("new wording")["total"] == 1
+    assert main(["index", "build", str(docs)]) == 0
+    assert "indexed 31 documents (1 read, 0 skipped)" in capsys.readouterr().out
+
+
+def test_an_index_of_the_previous_format_is_rebuilt(docs, capsys):
+    """Format 1 (size and mtime only) is refused as another format: a run searches without it
+    and says so, and `fdsl index build` rebuilds it whole."""
+    path = store.default_path(str(docs))
+    path.parent.mkdir(parents=True, mode=0o700)
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("CREATE TABLE meta(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID")
+        con.execute("CREATE TABLE docs(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, size INTEGER NOT NULL, "
+                    "mtime_ns INTEGER NOT NULL, kind TEXT NOT NULL, text BLOB NOT NULL)")
+        con.execute("CREATE TABLE postings(token TEXT PRIMARY KEY, docs BLOB NOT NULL) WITHOUT ROWID")
+        con.execute("INSERT INTO meta VALUES ('format', 'fdsl-index 1')")
+    con.close()
+    path.chmod(0o600)
+    result = run_script('print(len(Directory("/").grep("marker1")))', root=str(docs), timeout=60)
+    assert result.output == "11\n"
+    assert any("the index of / was not used" in w for w in result.warnings), result.warnings
+    assert main(["index", "build", str(docs)]) == 0
+    out = capsys.readouterr()
+    assert "rebuilding" in out.err and "indexed 31 documents (31 read, 0 skipped)" in out.out
+    assert store.load(path, with_texts=False, owned=True)[0].docs["notes.txt"].change is not None
