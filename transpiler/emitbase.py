@@ -83,7 +83,9 @@ class EmitterBase:
     def header(text: str) -> list[cst.EmptyLine]:
         return [cst.EmptyLine(comment=cst.Comment(safe_comment(text)), **_EMPTY_LINE)]
 
-    def finish(self, module: cst.Module) -> Emitted:
+    def finish(self, module: cst.Module, lines_of=()) -> Emitted:
+        """The module's text and source map. `lines_of`: marked nodes whose generated line
+        (their statement's own, after its comment lines) is wanted: ``self.generated_lines``."""
         # One codegen pass gives both the text and every node's span.
         state = _SpanState(module.default_indent, module.default_newline)
         module._codegen(state)
@@ -93,6 +95,7 @@ class EmitterBase:
         stmts, exprs = [], []
         for (start, end), dnode, is_stmt in marked:
             (stmts if is_stmt else exprs).append(at[start] + at[end] + (dnode.line, dnode.col))
+        self.generated_lines = {id(node): at[spans[id(node)][0]][0] for node in lines_of}
         return Emitted(state.text(), SourceMap(sorted(set(stmts)), sorted(set(exprs))))
 
 

@@ -11,7 +11,8 @@ The contract with the worker (sandbox_worker/lang/ps/), one line per rewrite:
     def), count each run of k statements at once: ``if (ps_n := ps_n + k) < ps_at:`` the
     statements, ``else:`` ``ps_n = ps_n - k`` and each statement after its ``ps_step()``; one
     statement: ``if (ps_n := ps_n + 1) >= ps_at: ps_check()`` (``hot_body`` and ``run`` say
-    what a run is; ``charged_lines`` makes the table of ``@ps_run``).
+    what a run is; the generated lines of each fast copy's statements, from the codegen that
+    writes them, make the table of ``@ps_run``).
   * Inside loops and functions, rewrite ``a OP b`` (``+ - *``, ``%`` by a non-zero literal,
     ``== != < <= > >=``) of variables and integer literals to ``(a OP b if ps_type(a) is
     ps_int and ... else ps_helper(a, b))``; a variable known to hold only ints (``ints.py``)
@@ -44,8 +45,6 @@ Each statement is preceded by a ``# L<n>: <DSL line>`` comment.
 """
 
 from __future__ import annotations
-
-import re
 
 import libcst as cst
 
@@ -102,7 +101,6 @@ _HEADERS = (A.If, A.While, A.For, A.FunctionDef, A.ClassDef)  # may end a run (c
 _FAST_BIN = {"+": cst.Add, "-": cst.Subtract, "*": cst.Multiply, "%": cst.Modulo}
 _FAST_CMP = {"==": cst.Equal, "!=": cst.NotEqual, "<": cst.LessThan, "<=": cst.LessThanEqual,
              ">": cst.GreaterThan, ">=": cst.GreaterThanEqual}
-_GUARD = re.compile(r"( *)if \(ps_n := ps_n \+ (\d+)\) < ps_at:$")
 
 
 def _global_counter() -> cst.SimpleStatementLine:
@@ -115,29 +113,6 @@ def _charge(k: int) -> cst.NamedExpr:
         cst.Name("ps_n"), cst.Add(), cst.Integer(str(k))), lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def charged_lines(python: str) -> dict[int, int]:
-    """Generated line -> statements of its run after it, for each statement of a run's fast
-    copy (read back from the emitted text: ``if (ps_n := ps_n + K) < ps_at:`` then, one deeper,
-    the run's statements, each on one line after its ``# L<n>:`` comment)."""
-    table: dict[int, int] = {}
-    lines = python.split("\n")
-    i = 0
-    while i < len(lines):
-        m = _GUARD.fullmatch(lines[i])
-        i += 1
-        if not m:
-            continue
-        indent, left = len(m.group(1)), int(m.group(2)) - 1
-        while i < len(lines) and (len(lines[i]) - len(lines[i].lstrip(" ")) > indent or not lines[i].strip()):
-            text = lines[i].strip()
-            if text and not text.startswith("#"):
-                if left > 0:
-                    table[i + 1] = left
-                left -= 1
-            i += 1
-    return table
-
-
 class _Emitter(EmitterBase):
     # False: every statement counts itself, also in loops and functions, with no fast paths (the
     # reference form the tests compare the runs with; never used otherwise)
@@ -145,6 +120,11 @@ class _Emitter(EmitterBase):
     hot = False  # inside a loop or a function: runs counted once, integer fast paths
     bound: frozenset = frozenset()  # every name the script binds (a parameter may shadow `len`)
     ints: frozenset = frozenset()  # the names that only ever hold an int (ints.py)
+
+    def __init__(self, source: str) -> None:
+        super().__init__(source)
+        # (a fast copy's statement, how many of its run come after it): ps_run's table, by line
+        self.charged: list[tuple[cst.SimpleStatementLine, int]] = []
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -307,6 +287,8 @@ class _Emitter(EmitterBase):
             out.extend(self.plain(s) for s in simple)
         elif simple:
             fast = [self.plain(s) for s in simple]
+            # each statement of the fast copy but the last: how many of the run's come after it
+            self.charged.extend((line, k - 1 - j) for j, line in enumerate(fast) if k - 1 - j > 0)
             undo = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("ps_n"))], cst.BinaryOperation(
                 cst.Name("ps_n"), cst.Subtract(), cst.Integer(str(k))))])
             slow = [undo] + [line for s in simple for line in self.stmt(s)]
@@ -455,8 +437,9 @@ class _Emitter(EmitterBase):
         script = cst.FunctionDef(name=cst.Name("ps_script"), params=cst.Parameters(params=params),
                                  body=cst.IndentedBlock([_global_counter(), run]),
                                  decorators=[cst.Decorator(_call("ps_run", cst.Dict([])))])
-        emitted = self.finish(cst.Module(body=[script], header=self.header(HEADER.format(filename=filename))))
-        table = charged_lines(emitted.python)
+        emitted = self.finish(cst.Module(body=[script], header=self.header(HEADER.format(filename=filename))),
+                              lines_of=[line for line, _ in self.charged])
+        table = {self.generated_lines[id(line)]: left for line, left in self.charged}
         if not table:
             return emitted
         literal = "{" + ", ".join(f"{line}: {left}" for line, left in sorted(table.items())) + "}"
