@@ -14,7 +14,8 @@ script rebinds starts as the built-in function) or a runtime variable. An unknow
 disqualifies every name (it might bind any): the analysis fails closed.
 
 Why the greatest fixed point is sound: start from every candidate and drop each name with an
-assignment whose value is not int-typed under the current set, until nothing changes. In the
+assignment whose value is not int-typed under the current set, until nothing changes (done by
+a worklist, in linear time). In the
 final set every assignment of every name is int-typed with only names of the set as operands.
 By induction over the run, every value ever stored in such a variable is an int: the first store
 evaluates an expression whose names all hold ints (stored earlier by the same argument) or
@@ -48,6 +49,20 @@ def _nonzero_int_literal(node: A.Node) -> bool:
     if not int_literal(node):
         return False
     return (node.operand if isinstance(node, A.UnaryOp) else node).value != 0
+
+
+def _int_shaped(node: A.Node, names: list[str]) -> bool:
+    """Is ``node`` int-typed once every name it reads (appended to ``names``) holds an int?"""
+    if isinstance(node, A.Name):
+        names.append(node.id)
+        return True
+    if isinstance(node, A.BinOp):
+        if node.op in ("+", "-", "*"):
+            return _int_shaped(node.left, names) and _int_shaped(node.right, names)
+        if node.op == "%":
+            return _int_shaped(node.left, names) and _nonzero_int_literal(node.right)
+        return False
+    return int_literal(node)
 
 
 def int_typed(node: A.Node, ints) -> bool:
@@ -89,12 +104,24 @@ def known_ints(module: A.Module) -> frozenset[str]:
             excluded.add(node.target)
         elif not isinstance(node, _NO_BINDING):
             return frozenset()  # an unknown node type: it might bind any name
+    # The greatest fixed point by a worklist, in time linear in the script: each assigned value
+    # is looked at once; a name found not int drops the names whose values read it. (Dropping
+    # names pass after pass took quadratic time: 34 s for a chain of 8,000 assignments.)
     ints = {name for name in assigned if name not in excluded}
-    changed = True
-    while changed:
-        changed = False
-        for name in list(ints):
-            if not all(int_typed(value, ints) for value in assigned[name]):
-                ints.discard(name)
-                changed = True
+    readers: dict[str, list[str]] = {}  # name -> the names one of whose values reads it
+    dropped = []
+    for name in ints:
+        for value in assigned[name]:
+            read: list[str] = []
+            if not _int_shaped(value, read) or any(r not in ints for r in read):
+                dropped.append(name)
+                break
+            for r in read:
+                readers.setdefault(r, []).append(name)
+    ints.difference_update(dropped)
+    while dropped:
+        for reader in readers.get(dropped.pop(), ()):
+            if reader in ints:
+                ints.discard(reader)
+                dropped.append(reader)
     return frozenset(ints)

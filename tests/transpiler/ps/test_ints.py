@@ -99,3 +99,73 @@ def test_names_that_may_hold_other_values_keep_the_helpers():
     assert "while (x < 3 if ps_type(x) is ps_int else ps_lt(x, 3)):" in python
     assert "x = (x + 1 if ps_type(x) is ps_int else ps_add(x, 1))" in python
     assert "ps_step(); y = ps_add(x, 1)" in python
+
+
+def naive_fixed_point(module) -> frozenset:
+    """The analysis as its docstring states it: drop, pass after pass, each name with a value
+    not int-typed under the current set (the specification the worklist must equal)."""
+    from transpiler.ps.ints import int_typed
+
+    assigned: dict[str, list] = {}
+    for node in A.walk(module):
+        if isinstance(node, A.Assign) and isinstance(node.target, A.Name):
+            assigned.setdefault(node.target.id, []).append(node.value)
+    ints = _candidates(module)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(ints):
+            if not all(int_typed(value, ints) for value in assigned.get(name, ())):
+                ints.discard(name)
+                changed = True
+    return frozenset(ints)
+
+
+def _candidates(module) -> set[str]:
+    """Names whose every binding is an assignment (no parameter, def, class or for target)."""
+    from transpiler.ps.surface import BUILTINS, RUNTIME_VARS
+
+    excluded = set(BUILTINS) | set(RUNTIME_VARS)
+    for node in A.walk(module):
+        if isinstance(node, (A.FunctionDef,)):
+            excluded.add(node.name)
+            excluded.update(node.params)
+        elif isinstance(node, A.ClassDef):
+            excluded.add(node.name)
+        elif isinstance(node, A.For):
+            excluded.add(node.target)
+    return {n.target.id for n in A.walk(module) if isinstance(n, A.Assign) and isinstance(n.target, A.Name)} - excluded
+
+
+def chains(seed: int) -> str:
+    """Assignments reading each other in a shuffled order, some names broken by a string."""
+    import random
+
+    rng = random.Random(seed)
+    n = rng.randrange(2, 40)
+    lines = [f"v{i} = v{rng.randrange(n)} {rng.choice('+-*')} {rng.choice(['1', f'v{rng.randrange(n)}'])}" for i in range(n)]
+    lines += [f'v{rng.randrange(n)} = "s"' for _ in range(rng.randrange(3))]
+    lines += [f"v{rng.randrange(n)} = {rng.randrange(9)}" for _ in range(rng.randrange(3))]
+    rng.shuffle(lines)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("source", [case[0] for case in CASES] + [chains(seed) for seed in range(200)])
+def test_the_worklist_equals_the_fixed_point_by_passes(source):
+    module = parse(source, lang="ps")
+    assert known_ints(module) == naive_fixed_point(module)
+
+
+def test_the_analysis_looks_at_each_value_once(monkeypatch):
+    """Linear in the script (a bounded broker): a chain of 8,000 assignments, each broken by the
+    one after it, took 34 s when names were dropped pass after pass."""
+    import transpiler.ps.ints as ints
+
+    calls = []
+    for name in ("_int_shaped", "int_typed"):
+        real = getattr(ints, name)
+        monkeypatch.setattr(ints, name, lambda *a, real=real: calls.append(1) or real(*a))
+    n = 8000
+    source = f'a{n} = "s"\n' + "".join(f"a{i} = a{i + 1} + 1\n" for i in range(n))
+    assert known_ints(parse(source, lang="ps")) == frozenset()
+    assert len(calls) <= 3 * n + 3  # a value `a1 + 1` is three nodes
