@@ -118,7 +118,8 @@ class Listings:
                     name = de.name
                     if name in child_mounts:
                         continue  # shadowed by a mount
-                    if _CONTROL.search(name) or "\udc80" <= max(name) and any("\ud800" <= c <= "\udfff" for c in name):
+                    # isprintable(): C-fast, and false for every control character and surrogate
+                    if not name.isprintable() and (_CONTROL.search(name) or any("\ud800" <= c <= "\udfff" for c in name)):
                         self._unnamable(vprefix + name)  # no script path can name it: left out, and said
                         continue
                     try:

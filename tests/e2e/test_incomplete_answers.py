@@ -86,3 +86,13 @@ def test_names_no_path_can_spell_are_left_out_and_said_to_be(tmp_path):
     assert r.ok and r.output == "[ok.txt]\n1\n"
     assert r.warnings == ["2 entries were left out of listings and searches: their names hold control characters "
                           "or bytes that are not UTF-8, so no path can name them (bad\\x07name.txt, x\\xffy.txt)"]
+
+
+def test_names_that_are_not_printable_but_spellable_are_listed(tmp_path):
+    """Only control characters and undecodable bytes keep a name out (the listing's fast path
+    asks str.isprintable() first, which is false for more: a no-break or zero-width space)."""
+    for name in ("nbsp\u00a0name.txt", "zw\u200bname.txt", "ok.txt"):
+        (tmp_path / name).write_text("word\n")
+    r = run_script('print(len(Directory("/").files()))\nprint(len(Directory("/").grep("word")))\n',
+                   root=str(tmp_path), timeout=30)
+    assert r.ok and r.output == "3\n3\n" and r.warnings == [], (r.output, r.warnings)
