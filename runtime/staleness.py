@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+import time
 
 PACKAGES = ("runtime", "transpiler", "sandbox_worker", "wire")
 SOURCE_SUFFIXES = (b".py", b".lark")
@@ -66,11 +67,14 @@ class SourceWatch:
         self.root, self.packages = root, packages
         self.stale = False
         self.fd = self._watch()
+        watched_ns = time.time_ns()
         # Taken after the watches are set: a change from here on is seen both ways.
         self.initial = fingerprint(root, packages)
         if since is not None:
+            # written between the client's start and the watch (a write sets the mtime to the
+            # time it happened); an mtime in the future was set by hand (an archive's), not then
             since_ns = int(since * 1e9)
-            self.stale = any(mtime >= since_ns for _, _, mtime in self.initial)
+            self.stale = any(since_ns <= mtime <= watched_ns for _, _, mtime in self.initial)
 
     def _watch(self) -> int | None:
         try:

@@ -91,3 +91,12 @@ def test_a_change_before_the_watch_began_but_after_the_server_started_counts(tre
     assert not SourceWatch(str(tree), packages=("runtime", "wire"), since=since).changed()
     (tree / "wire" / "sub" / "m.py").write_text("x = 2\n")  # while the server was still importing
     assert SourceWatch(str(tree), packages=("runtime", "wire"), since=since).changed()
+
+
+def test_a_source_file_with_a_future_mtime_does_not_make_every_new_server_stale(tree):
+    """An archive can leave an mtime in the future: that is no change made while the server
+    was starting, or each server would be stale at once and every run would start another."""
+    future = time.time_ns() + 3600 * 10**9
+    for path in tree.rglob("*"):
+        os.utime(path, ns=(future, future))
+    assert not SourceWatch(str(tree), packages=("runtime", "wire"), since=time.time() - 5).changed()
