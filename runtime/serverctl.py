@@ -47,10 +47,11 @@ def server_dir() -> str:
 
 
 def origin() -> str:
-    """What a server must have been started from to serve this client: this interpreter and this
+    """What a server must have been started from to serve this client: this environment (its
+    prefix: a venv's `python` and `python3` are one, another venv is not), this Python and this
     checkout of the project. Whether the project's files changed since the server started, the
     server itself watches (runtime/staleness.py)."""
-    return f"{sys.executable}|{ROOT}"
+    return f"{sys.prefix}|{sys.version_info[:3]}|{ROOT}"
 
 
 def connect(directory: str, build: str, start: bool = True) -> _socket.socket:

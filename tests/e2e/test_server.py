@@ -352,3 +352,13 @@ def test_a_kept_runner_leaves_when_unused(server_dir, tmp_path):
     while "0 runners kept" not in fdsl(server_dir, "server", "status").stdout and time.monotonic() < deadline:
         time.sleep(0.2)
     assert "0 runners kept" in fdsl(server_dir, "server", "status").stdout
+
+
+def test_one_environment_is_one_origin_whichever_name_its_python_is_called_by(tmp_path):
+    """`fdsl` runs the venv's python3, `python -m runtime.client` its python: the same server
+    serves both, instead of each replacing the other's as stale."""
+    bindir = Path(sys.executable).parent
+    names = [n for n in ("python", "python3", f"python{sys.version_info[0]}.{sys.version_info[1]}") if (bindir / n).exists()]
+    origins = {subprocess.run([str(bindir / n), "-c", "from runtime.serverctl import origin; print(origin())"], cwd=REPO,
+                              capture_output=True, text=True, timeout=60).stdout for n in names}
+    assert len(names) >= 2 and len(origins) == 1, (names, origins)
