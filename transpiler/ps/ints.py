@@ -68,15 +68,8 @@ def _int_shaped(node: A.Node, names: list[str]) -> bool:
 def int_typed(node: A.Node, ints) -> bool:
     """Does ``node`` always evaluate to an int (or raise), given that the names in ``ints``
     only ever hold ints?"""
-    if isinstance(node, A.Name):
-        return node.id in ints
-    if isinstance(node, A.BinOp):
-        if node.op in ("+", "-", "*"):
-            return int_typed(node.left, ints) and int_typed(node.right, ints)
-        if node.op == "%":
-            return int_typed(node.left, ints) and _nonzero_int_literal(node.right)
-        return False
-    return int_literal(node)
+    read: list[str] = []
+    return _int_shaped(node, read) and all(name in ints for name in read)
 
 
 def known_ints(module: A.Module) -> frozenset[str]:
