@@ -18,11 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import psutil
-
 from runtime.broker import Broker
 from runtime.jail import jailed_command
 from runtime.limits import Limits  # noqa: F401  (callers import it from here too)
+from runtime.procfs import Resident, peak_resident_kib, script_process
 from wire import protocol
 
 MEMORY_POLL_SECONDS = 0.05
@@ -364,65 +363,6 @@ def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, di
         return "crash", {"kind": "InternalError",
                          "msg": "the worker broke the protocol (it reported a timeout that did not happen); it was stopped"}
     return "error", error
-
-
-def script_process(pid: int) -> int:
-    """The process running the script of a worker that forked into a PID namespace
-    (sandbox_worker/hardening.py): its only child (the worker itself if that cannot be told).
-    Read from /proc/PID/task/PID/children, one small file (psutil scans every process)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as listing:
-            children = [int(child) for child in listing.read().split()]
-    except (OSError, ValueError):
-        try:
-            children = [child.pid for child in psutil.Process(pid).children()]
-        except psutil.Error:
-            return pid
-    return children[0] if len(children) == 1 else pid
-
-
-class Resident:
-    """A process's resident memory from its /proc/PID/statm, opened once: the descriptor stays
-    bound to that process (a PID reused after it ended is never read) and each check is one
-    pread (psutil.Process costs 80 us to make, per run and per process watched)."""
-
-    PAGE = os.sysconf("SC_PAGE_SIZE")
-
-    def __init__(self, pid: int) -> None:
-        try:
-            self.fd: int | None = os.open(f"/proc/{pid}/statm", os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:  # it has ended already: the run ends with it
-            self.fd = None
-
-    def bytes(self) -> int:
-        """0 once the process has ended or cannot be read."""
-        if self.fd is None:
-            return 0
-        try:
-            return int(os.pread(self.fd, 128, 0).split()[1]) * self.PAGE
-        except (OSError, ValueError, IndexError):
-            return 0
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def peak_resident_kib(pid: int) -> int | None:
-    """The worker's own high-water resident size (VmHWM), read while it waits to be ended.
-
-    Not wait4's ru_maxrss: across exec it keeps the high-water mark of the parent's memory
-    that the child shared before exec.
-    """
-    try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def _close_pipes(proc: subprocess.Popen) -> None:

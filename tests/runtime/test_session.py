@@ -315,7 +315,7 @@ def test_the_memory_watch_reads_its_own_process_only():
     import subprocess
     import sys
 
-    from runtime.supervisor import Resident
+    from runtime.procfs import Resident
 
     child = subprocess.Popen([sys.executable, "-c", "x = bytearray(40 << 20); input()"], stdin=subprocess.PIPE)
     watch = Resident(child.pid)
