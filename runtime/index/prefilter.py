@@ -15,7 +15,6 @@ as without an index. An index file that cannot be trusted is not used, and the r
 from __future__ import annotations
 
 import os
-import time
 
 from runtime.fs.mounts import Location, MountState
 from runtime.index import store
@@ -146,7 +145,3 @@ class RunIndex:
             return  # the index is full: this document is searched every time
         tokens.add(key, st.st_size, mtime_ns, found, change=change_of(st))
         self.learned += 1
-
-
-def now_ns() -> int:
-    return time.time_ns()

@@ -201,6 +201,3 @@ class TokenIndex:
             out.append(low.bit_length() - 1)
             bitmap ^= low
         return out
-
-    def dead_ids(self) -> int:
-        return self.next_id - len(self.docs)
