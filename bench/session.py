@@ -72,7 +72,7 @@ def main() -> None:
     print(f"  python -c pass             {bare_ms:7.2f} ms")
     print(f"  run_script one line        {cold_ms:7.2f} ms")
     print(f"  session.run one line       {warm_ms:7.2f} ms   {cold_ms / warm_ms:.1f}x faster than run_script"
-          f"   (target <= 2 ms; of it, the worker's hardening until ready: {start_ms:.2f} ms)")
+          f"   (target <= 2 ms; of it, waiting for the worker's ready frame: {start_ms:.2f} ms)")
     print(f"  session.run 20 statements  {twenty_ms:7.2f} ms   (target <= 5 ms)")
     print(f"  the same 20 again          {again_ms:7.2f} ms   (compiled once by the session)")
 

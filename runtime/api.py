@@ -102,8 +102,8 @@ def run_script(
 def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation: str, approve, options,
             on_output, sandbox_of, shared: dict | None = None, take_worker=None, retire_worker=None) -> RunResult:
     """One run of checked arguments: compile, build the handlers over `sandbox_of()`, run the
-    worker (`take_worker()`'s, started ahead, or a new one; `retire_worker` reaps it later), locate
-    the failure. `shared`:
+    worker (`take_worker()`'s, started ahead and sent its start frame already, or a new one;
+    `retire_worker` reaps it later), locate the failure. `shared`:
     what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
     emitted = _compile(source, filename, lang, wall_started, shared)
@@ -126,7 +126,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
                              lang=lang, isolation=isolation, proc=take_worker() if take_worker else None,
-                             retire=retire_worker)
+                             retire=retire_worker, primed=take_worker is not None)
     finally:
         handlers.close()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,

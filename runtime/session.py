@@ -8,18 +8,22 @@
 What a Session keeps between runs is the broker's: the Sandbox (policy and mounts, checked
 once), the document store (parsed documents and the PDF extractor) and a pool of workers
 started ahead. What it never keeps is a worker: each run takes a worker that has run nothing
-yet (started before its script arrived, its imports done, waiting for its start frame), hardens
-it with every layer as a one-shot run does, and kills its whole process group before the run
-returns. A background thread reaps it and starts its replacement, so the next run finds one ready.
+yet (started before its script arrived, its imports done, hardened with every layer as a
+one-shot run is, the session's limits applied, waiting for its script), and kills its whole
+process group before the run returns. A background thread reaps it and starts its
+replacement, so the next run finds one ready.
 
 `run_script` is the one-shot form of the same path (runtime/api.py `execute`).
 """
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import weakref
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
 from runtime.api import (
     LANGUAGE_RUNS,
@@ -34,19 +38,20 @@ from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
-from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, start_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, start_worker
 
 MAX_POOL = 16
 
 
 class WorkerPool:
     """Workers started ahead, each used once. `take()` returns one that is still alive (or a
-    new one when none is). The workers `retire()` was given (killed already) are reaped, and
-    their replacements started, by the session's Upkeep thread once the run is over: off the
-    run's path and not competing with it for the GIL."""
+    new one when none is), already sent `prime`, its start frame (the session's limits): it has
+    applied them and waits for its script only. The workers `retire()` was given (killed already)
+    are reaped, and their replacements started, by the session's Upkeep thread once the run is
+    over: off the run's path and not competing with it for the GIL."""
 
-    def __init__(self, size: int) -> None:
-        self.size = size
+    def __init__(self, size: int, prime: Callable[[subprocess.Popen], None]) -> None:
+        self.size, self.prime = size, prime
         self.lock = threading.Lock()
         self.ready: list = []
         self.retired: list = []
@@ -61,6 +66,7 @@ class WorkerPool:
             # outside the lock: take() never waits for a start. A worker this process started
             # ahead (a server runner's) is used first.
             proc = PRESTARTED.pop(0) if PRESTARTED else start_worker(preload=True)
+            self.prime(proc)
             with self.lock:
                 if not self.closed:
                     self.ready.append(proc)
@@ -87,7 +93,10 @@ class WorkerPool:
                     proc = candidate
                     break
                 _discard(candidate)  # died while waiting (killed from outside): never used
-        return proc if proc is not None else start_worker(preload=True)
+        if proc is None:
+            proc = start_worker(preload=True)
+            self.prime(proc)
+        return proc
 
     def close(self) -> None:
         with self.lock:
@@ -177,7 +186,8 @@ class Session:
             raise RunSetupError(str(exc)) from None
         # Its index learns between runs (Upkeep), so that no search pays for learning.
         self.shared: dict = {"index": RunIndex(deferred=True)}
-        self.pool = WorkerPool(workers) if workers else None
+        # (not a lambda over self: the Upkeep thread holds the pool, and would keep the session alive)
+        self.pool = WorkerPool(workers, partial(prime, limits=self.limits, isolation=isolation)) if workers else None
         self.upkeep = Upkeep(self.pool, self.shared["index"])
         self.closed = False
         self._finalizer = weakref.finalize(self, _close, self.shared, self.upkeep)

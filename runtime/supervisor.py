@@ -95,12 +95,10 @@ class WorkerRun:
     def __init__(self, code: str, broker: Broker, limits: Limits, deadline: float,
                  on_output: Callable[[str], None], mode: str, lang: str,
                  layers: frozenset[str] | None, isolation: str, proc: subprocess.Popen | None = None,
-                 retire: Callable[[subprocess.Popen], None] | None = None) -> None:
+                 retire: Callable[[subprocess.Popen], None] | None = None, primed: bool = False) -> None:
         self.broker, self.limits, self.deadline, self.on_output = broker, limits, deadline, on_output
-        self.start_frame = {"t": "start", "code": code, "mode": mode, "lang": lang,
-                            "limits": limits.worker_limits(), "isolation": isolation}
-        if layers is not None:
-            self.start_frame["layers"] = sorted(layers)
+        self.start_frame = start_frame(limits, isolation, layers, lang)
+        self.code_frame = {"t": "code", "code": code, "lang": lang, "mode": mode}
         self.state = State.STARTING
         self.result = WorkerResult(status="crash")
         self.frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
@@ -108,6 +106,7 @@ class WorkerRun:
         self.first_frame_at: float | None = None
         self.peak_kib: int | None = None
         self.proc = proc  # a worker started ahead (a session's pool), or None: start one
+        self.primed = primed  # proc has its start frame already (prime()): it is sent the code only
         self.retire = retire  # a session's pool reaps a finished worker later; None: reaped here
         self.stop_by: float | None = None  # set at the deadline: the worker's grace to report its line
 
@@ -152,7 +151,8 @@ class WorkerRun:
         self.pid = self.script_pid = proc.pid  # script_pid: the worker's child in a PID namespace
         self.to_worker, self.from_worker, self.diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
         os.set_blocking(self.to_worker, False)
-        self.outbox = bytearray(protocol.encode(self.start_frame))
+        self.outbox = bytearray() if self.primed else bytearray(protocol.encode(self.start_frame))
+        self.outbox += protocol.encode(self.code_frame)
         self.writer_open = True
         self.open_fds = {self.from_worker, self.diagnostics_fd}
         self.watcher = Resident(self.pid)
@@ -161,6 +161,7 @@ class WorkerRun:
         self.poller.register(self.from_worker, select.POLLIN)
         self.poller.register(self.diagnostics_fd, select.POLLIN)
         self.poller.register(self.to_worker, select.POLLOUT)
+        self._flush()  # now, not after a first poll: the worker is waiting for it
 
     def _serve(self) -> None:
         while self.state is not State.FINISHED and self.open_fds:
@@ -332,13 +333,38 @@ def run_worker(
     isolation: str = "best",
     proc: subprocess.Popen | None = None,
     retire: Callable[[subprocess.Popen], None] | None = None,
+    primed: bool = False,
 ) -> WorkerResult:
     """Run `code` in a fresh worker. `layers` (trusted callers only: tests, `fdsl audit`)
     applies a subset of the hardening layers; `isolation="strict"` makes the worker refuse to
     run the script unless every layer is in force. `proc`: a worker started ahead by
     `start_worker(preload=True)` that has run nothing yet (runtime/session.py); `retire`: given
-    the worker, killed, after a run that ended normally, to reap it later (the session's pool)."""
-    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation, proc, retire).run()
+    the worker, killed, after a run that ended normally, to reap it later (the session's pool);
+    `primed`: proc was given its start frame already (`prime`)."""
+    return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation, proc, retire,
+                     primed).run()
+
+
+def start_frame(limits: Limits, isolation: str, layers: frozenset[str] | None = None, lang: str | None = None) -> dict:
+    """The worker's first frame. `lang`: the language a worker not started ahead imports before it
+    hardens (one started ahead has imported every language)."""
+    frame = {"t": "start", "limits": limits.worker_limits(), "isolation": isolation}
+    if layers is not None:
+        frame["layers"] = sorted(layers)
+    if lang is not None:
+        frame["lang"] = lang
+    return frame
+
+
+def prime(proc: subprocess.Popen, limits: Limits, isolation: str) -> None:
+    """Send a worker started ahead its start frame while it waits (a session's pool knows its
+    runs' limits): it applies them and reports ready then, off any run's path, and a run sends it
+    its code only (run_worker(..., primed=True)). One small frame into an empty pipe: the write
+    never waits."""
+    try:
+        protocol.write_frame(proc.stdin.fileno(), start_frame(limits, isolation))
+    except OSError:  # it died meanwhile (killed from outside): the pool's take() skips it
+        pass
 
 
 def end_outcome(message: dict, broker: Broker, deadline: float) -> tuple[str, dict | None]:

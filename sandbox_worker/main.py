@@ -146,18 +146,26 @@ def main(preload: bool = False) -> None:
     if start.get("t") != "start":
         os._exit(3)
     limits = start["limits"]
-    lang = start.get("lang", "fdsl")
-    if lang not in protocol.LANGUAGES:
-        os._exit(3)
     if ahead is not None:
         if start.get("layers") is not None:  # hardened with every layer already: a subset is a broker bug
             os._exit(3)
+        imported = protocol.LANGUAGES
         layers = {**ahead, "rlimits": apply_limits(limits)}
     else:
-        importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
+        imported = (start.get("lang"),)
+        if imported[0] not in protocol.LANGUAGES:
+            os._exit(3)
+        importlib.import_module(f"{LANGUAGE_PACKAGE}.{imported[0]}")
         layers = harden(limits, start.get("layers"))
     # The first frame, written before any script code runs: the layers actually in force.
     protocol.write_frame(client.write_fd, {"t": "ready", "layers": layers})
+    try:  # the script: a worker started ahead may have had its start long before (runtime/session.py)
+        module = client.receive()
+    except EOFError:
+        os._exit(4)  # let go unused
+    lang = module.get("lang")
+    if module.get("t") != "code" or type(module.get("code")) is not str or lang not in imported:
+        os._exit(3)  # (a language not imported before hardening cannot be imported now)
     missing = missing_layers(layers)
     if start.get("isolation") == "strict" and missing:
         reasons = "; ".join(f"{name}: {status}" for name, status in missing.items())
@@ -165,7 +173,7 @@ def main(preload: bool = False) -> None:
     try:
         if not (start.get("isolation") == "strict" and missing):
             try:
-                error = run(client, start["code"], limits, start.get("mode", "restricted"), lang)
+                error = run(client, module["code"], limits, module.get("mode", "restricted"), lang)
             except TimeUp:  # the signal came as the script ended
                 error = None
             if client.time_up:  # a timeout, at the place the script's own error names (its traceback's,

@@ -7,12 +7,17 @@ bytes of UTF-8 JSON (never pickle or marshal: a hostile frame decodes to plain d
 
 Messages (each a JSON object with a "t" field):
 
-  broker -> worker   {"t": "start", "code": str,                     first frame, once
-                      "mode": "restricted" | "os",                    "os" only for tests and audits
-                      "lang": one of LANGUAGES,
+  broker -> worker   {"t": "start",                                  first frame, once
                       "limits": {"memory_bytes": int, "cpu_seconds": int},
                       "isolation": "best" | "strict",
+                      "lang": one of LANGUAGES,                       to import before hardening; not
+                                                                      for a worker started ahead
                       "layers": [str, ...]}                           optional, tests and audits only
+                     {"t": "code", "code": str,                       second frame, once: the script
+                      "lang": one of LANGUAGES,                       (a session's pool sends the start
+                      "mode": "restricted" | "os"}                    ahead, the code when a run takes
+                                                                      the worker); "os" only for tests
+                                                                      and audits
                      {"t": "ok", "v": value}                          reply to a call
                      {"t": "err", "kind": str, "msg": str}            reply to a call
   worker -> broker   {"t": "ready", "layers": {layer: status}}        first frame only, once hardened

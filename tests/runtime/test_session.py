@@ -101,6 +101,16 @@ def test_a_script_that_does_not_compile_leaves_the_worker_waiting(docs):
         assert session.pool.ready[0].pid == waiting
 
 
+def test_a_waiting_worker_has_applied_the_sessions_limits_before_any_run(docs):
+    import select
+
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        waiting = session.pool.ready[0]
+        assert select.select([waiting.stdout], [], [], 20)[0]  # its ready frame, written before a run took it
+        first = session.run("print(1)\n")
+        assert first.output == "1\n" and first.layers["rlimits"] == "active"
+
+
 def test_limits_hold_in_a_session_and_the_next_run_is_unaffected(docs):
     with Session(root=str(docs), timeout=1, workers=1) as session:
         started = time.monotonic()
@@ -249,7 +259,8 @@ def test_traps_a_worker_leaves_do_not_reach_the_next_script(docs, tmp_path):
         out: list[str] = []
         deadline = time.monotonic() + 20
         result = run_worker(TRAPS.replace("TRAP_FILE", repr(trap_file)), broker_for(str(docs), deadline),
-                            Limits(timeout=20), deadline, out.append, mode="os", proc=worker, retire=session.pool.retire)
+                            Limits(timeout=20), deadline, out.append, mode="os", proc=worker, retire=session.pool.retire,
+                            primed=True)
         assert result.status == "ok", result.error
         # What the layers let it set (the rest they refuse: threads and processes by the
         # process limit, files by Landlock); whatever it set must not reach the next script.
