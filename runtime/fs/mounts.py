@@ -59,6 +59,9 @@ class SharedMounts:
 
     def __init__(self, mounts: list[MountState]) -> None:
         self.mounts = mounts  # most specific first
+        # Whether any mount asks for approval (of reads, of writes): most ask for none, and then
+        # no path needs its mount looked up for it.
+        self.asks = {flag: any(getattr(m.mount, flag) for m in mounts) for flag in ("read_approval", "write_approval")}
         self.fds: dict[int, int] = {}
         self.lock = threading.Lock()
 

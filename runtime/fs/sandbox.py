@@ -276,6 +276,8 @@ class Sandbox:
     def location_needs_approval(self, loc: Location, op: Literal["read", "write"]) -> bool:
         """The mount of the path as asked, or of what it resolves to, wants approval for `op`."""
         flag = "read_approval" if op == "read" else "write_approval"
+        if not self._shared.asks[flag]:
+            return False
         return getattr(loc.mount.mount, flag) or getattr(self.mount_for(loc.requested).mount, flag)
 
     def get_path_config(self, path: str, *, op: Literal["read", "write"]) -> tuple[str, Path, Mount]:

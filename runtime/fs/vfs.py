@@ -240,14 +240,14 @@ class VirtualFS(Listings):
     def check_readable(self, loc: Location, vpath: str, size: int | None) -> None:
         """Suffix, size and read approval of the mount the file lives in."""
         mount = loc.mount.mount
-        shown = absolute(loc.requested)
         # Each check is made only when its mount sets it (what each does first): a search
         # through the index makes these checks for every file it rules out.
         if mount.suffixes is not None:
-            self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=shown)
+            self.sandbox.check_suffix(Path(loc.parts[-1] if loc.parts else ""), mount, virtual_path=absolute(loc.requested))
         if size is not None and mount.max_file_bytes is not None:
-            self.sandbox.check_size(Path(), mount, virtual_path=shown, size=size)
+            self.sandbox.check_size(Path(), mount, virtual_path=absolute(loc.requested), size=size)
         if self.sandbox.location_needs_approval(loc, "read"):
+            shown = absolute(loc.requested)
             self.approvals.ask("read", {"path": shown}, f"Read from {shown}")
 
     def listing_needs_approval(self, dir_res: Resolved, recursive: bool) -> bool:
