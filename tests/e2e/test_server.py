@@ -89,6 +89,19 @@ def test_a_run_through_the_server_is_the_run_in_process(server_dir, tmp_path, ca
     assert (server_dir / "server.sock").exists()  # it did go through the server
 
 
+@pytest.mark.parametrize("case", ["ok", "error", "usage"])
+def test_the_installed_fdsl_script_is_the_client(server_dir, tmp_path, case):
+    source, options = CASES[case]
+    script = tmp_path / "s.fdsl"
+    script.write_text(source)
+    (tmp_path / "a.txt").write_text("a\n")
+    served = subprocess.run([sys.executable, str(REPO / "bin" / "fdsl"), "run", str(script), "--root", str(tmp_path), *options],
+                            cwd=REPO, env=env_for(server_dir), capture_output=True, text=True, timeout=120)
+    local = in_process("run", script, "--root", tmp_path, *options)
+    assert (served.returncode, served.stdout, served.stderr) == (local.returncode, local.stdout, local.stderr)
+    assert (server_dir / "server.sock").exists()
+
+
 def test_relative_paths_stdin_and_the_environment_are_the_clients(server_dir, tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "a.md").write_text("# A\n")
