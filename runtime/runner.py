@@ -86,6 +86,7 @@ def warm_compile() -> None:
 def runner(sock: socket.socket) -> None:
     """A forked runner: start its worker, wait for a request, run it; exit, or, after a FilesDSL
     run (WarmRuns), say so to the server and wait for the same command line again."""
+    signal.set_wakeup_fd(-1)  # the server's: its descriptor is closed below, and a number reused
     code = 1
     warm = WarmRuns()
     try:

@@ -22,7 +22,7 @@ the runner, which ends its script and worker as an in-process run does; the clie
 {"t": "exit", "code": N} when the runner is gone or says its run is done.
 
 The server is one thread (it forks): an event loop over the listening socket, the clients'
-sockets and its runners. It exits after IDLE_SECONDS without a request, on `fdsl server stop`,
+sockets and its runners (their sockets and pidfds), which sleeps while nothing happens. It exits after IDLE_SECONDS without a request, on `fdsl server stop`,
 and when a client of another build asks, or its own code changed on disk since it started
 (runtime/staleness.py): it is stale, and that client starts a new one.
 """
@@ -44,6 +44,7 @@ from runtime.staleness import SourceWatch
 from wire import protocol
 
 IDLE_SECONDS = 15 * 60
+TICK_SECONDS = 0.05  # how often the loop wakes to reap runners where pidfds are missing
 RUNNERS = 2  # forks of the warm server waiting, each with its worker started ahead
 WARM_RUNNERS = 2  # runners kept after a FilesDSL run, for the same command line again
 WARM_IDLE_SECONDS = 120.0  # a kept runner not used for this long exits (FDSL_SERVER_KEEP_SECONDS)
@@ -60,6 +61,8 @@ class Server:
         self.warm: dict[tuple, tuple[int, socket.socket]] = {}  # key -> a kept runner (oldest first)
         self.kept_at: dict[int, float] = {}  # a kept runner's pid -> when its last run ended
         self.leaving: set[int] = set()  # kept runners told to exit, not reaped yet
+        self.pidfds: dict[int, int] = {}  # runner pid -> its pidfd, readable once it has exited
+        self.tick: float | None = None  # without pidfds (an old kernel): wake this often to reap
         self.last_activity = time.monotonic()
         self.served = 0
         self.started = time.time()
@@ -90,7 +93,15 @@ class Server:
         self.listener = listener
         self.selector.register(listener, selectors.EVENT_READ, "accept")
         (self.directory / "server.pid").write_text(f"{os.getpid()} {self.build}\n")
+        # The loop sleeps until something happens: a connection, a runner's message or exit (its
+        # pidfd), SIGTERM (written to this socket pair by Python's signal handling), or the
+        # next deadline (idle_timeout()). Runners clear the wake-up descriptor (runtime/runner.py).
+        wake_r, wake_w = socket.socketpair()
+        wake_r.setblocking(False)
+        wake_w.setblocking(False)
+        self.selector.register(wake_r, selectors.EVENT_READ, "wake")
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        signal.set_wakeup_fd(wake_w.fileno(), warn_on_full_buffer=False)
         try:
             while not (self.stopping and not self.children):
                 self.reap_children()
@@ -98,12 +109,20 @@ class Server:
                     self.fill()
                 if not self.children and time.monotonic() - self.last_activity > IDLE_SECONDS:
                     break
-                for key, _ in self.selector.select(timeout=0.05):
+                for key, _ in self.selector.select(timeout=self.idle_timeout()):
                     if key.data == "accept":
                         self.accept()
+                    elif key.data == "wake":
+                        while True:
+                            try:
+                                if not wake_r.recv(64):
+                                    break
+                            except BlockingIOError:
+                                break
                     elif isinstance(key.data, tuple) and key.data[0] == "exited":  # a runner's pidfd
                         self.selector.unregister(key.fileobj)
                         os.close(key.fileobj)
+                        self.pidfds.pop(key.data[1], None)
                     elif isinstance(key.data, tuple):  # a runner's socket: its run is done
                         self.runner_message(key.data[1])
                     else:
@@ -112,6 +131,7 @@ class Server:
                     self.let_warm_go()
                 self.let_unused_go()
         finally:
+            signal.set_wakeup_fd(-1)
             for pid, sock in self.ready:
                 sock.close()  # a waiting runner reads EOF and exits, ending its worker
             self.let_warm_go()
@@ -119,6 +139,18 @@ class Server:
                 path.unlink()
             except OSError:
                 pass
+
+    def idle_timeout(self) -> float | None:
+        """Seconds until the loop has something to do by itself: a kept runner's unused time
+        runs out, or the server's own (with no run going). None: only an event wakes it."""
+        deadlines = [self.kept_at[pid] + WARM_IDLE_SECONDS for pid, _ in self.warm.values() if pid in self.kept_at]
+        if not self.children:
+            deadlines.append(self.last_activity + IDLE_SECONDS)
+        if self.stopping and self.warm:
+            deadlines.append(time.monotonic())  # let_warm_go() at once
+        if self.tick is not None:
+            deadlines.append(time.monotonic() + self.tick)
+        return max(0.0, min(deadlines) - time.monotonic()) + 0.001 if deadlines else None
 
     def fill(self) -> None:
         while len(self.ready) < RUNNERS:
@@ -129,6 +161,20 @@ class Server:
                 runner(runner_end)  # never returns
             runner_end.close()
             self.ready.append((pid, server_end))
+            self.watch_exit(pid)
+
+    def watch_exit(self, pid: int) -> None:
+        """Wake the loop when runner `pid` exits (its pidfd), so that it is reaped and its client
+        answered at once."""
+        if pid in self.pidfds:
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:  # an old kernel: the loop wakes every TICK_SECONDS to reap
+            self.tick = TICK_SECONDS
+            return
+        self.pidfds[pid] = fd
+        self.selector.register(fd, selectors.EVENT_READ, ("exited", pid))
 
     def accept(self) -> None:
         conn, _ = self.listener.accept()
@@ -194,10 +240,7 @@ class Server:
             self.selector.register(sock, selectors.EVENT_READ, ("runner", pid))
         except KeyError:  # a kept runner's socket is registered already
             pass
-        try:  # readable when the runner exits: its exit is answered at once, not at the next tick
-            self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, ("exited", pid))
-        except (OSError, KeyError):
-            pass  # an old kernel: the loop's tick finds it
+        self.watch_exit(pid)
         return True
 
     def runner_message(self, pid: int) -> None:

@@ -375,3 +375,27 @@ def test_one_environment_is_one_origin_whichever_name_its_python_is_called_by(tm
     origins = {subprocess.run([str(bindir / n), "-c", "from runtime.serverctl import origin; print(origin())"], cwd=REPO,
                               capture_output=True, text=True, timeout=60).stdout for n in names}
     assert len(names) >= 2 and len(origins) == 1, (names, origins)
+
+
+def voluntary_switches(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise AssertionError("no voluntary_ctxt_switches")
+
+
+def test_an_idle_server_sleeps_and_sigterm_still_stops_it(server_dir, tmp_path):
+    script = tmp_path / "s.fdsl"
+    script.write_text("print(1)\n")
+    assert fdsl(server_dir, "run", script, "--root", tmp_path).stdout == "1\n"
+    pid = server_pid(server_dir)
+    time.sleep(1.0)  # its runners started, its kept runner waiting
+    before = voluntary_switches(pid)
+    time.sleep(2.0)
+    assert voluntary_switches(pid) - before <= 3  # no periodic wake-up (a 50 ms tick made about 40)
+    os.kill(pid, signal.SIGTERM)  # it wakes for the signal, though nothing else would wake it
+    deadline = time.monotonic() + 20
+    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the server did not stop on SIGTERM"
+        time.sleep(0.05)
+    assert not (server_dir / "server.sock").exists()
