@@ -22,9 +22,10 @@ the runner, which ends its script and worker as an in-process run does; the clie
 {"t": "exit", "code": N} when the runner is gone or says its run is done.
 
 The server is one thread (it forks): an event loop over the listening socket, the clients'
-sockets and its runners (their sockets and pidfds), which sleeps while nothing happens. It exits after IDLE_SECONDS without a request, on `fdsl server stop`,
-and when a client of another build asks, or its own code changed on disk since it started
-(runtime/staleness.py): it is stale, and that client starts a new one.
+sockets and its runners (their sockets and pidfds), which sleeps while nothing happens. It
+exits after IDLE_SECONDS without a request, on `fdsl server stop`, and when a client of another
+build asks, or its own code changed on disk since it started (runtime/staleness.py): it is
+stale, and that client starts a new one.
 """
 
 from __future__ import annotations
@@ -146,8 +147,6 @@ class Server:
         deadlines = [self.kept_at[pid] + WARM_IDLE_SECONDS for pid, _ in self.warm.values() if pid in self.kept_at]
         if not self.children:
             deadlines.append(self.last_activity + IDLE_SECONDS)
-        if self.stopping and self.warm:
-            deadlines.append(time.monotonic())  # let_warm_go() at once
         if self.tick is not None:
             deadlines.append(time.monotonic() + self.tick)
         return max(0.0, min(deadlines) - time.monotonic()) + 0.001 if deadlines else None
