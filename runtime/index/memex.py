@@ -69,7 +69,7 @@ class Index:
         self.chars = sum(len(text) for _, text in texts.values())
         self.vfs = vfs
         self.deadline = deadline
-        self.skipped: dict[str, str] = {}
+        self.skipped: dict[str, tuple[tuple, str]] = {}  # key -> ((size, mtime, change_of) as read, why)
         self._store = DocumentStore(deadline=deadline) if vfs is not None else None
         self._sorted: list[str] | None = None
         self._parsed: dict[str, tuple[Document, list[int]]] = {}  # key -> its lines and their offsets
@@ -114,8 +114,9 @@ class Index:
             if st is None or e.loc is None or (st.st_mode & 0o170000) != 0o100000:
                 continue
             seen.add(e.rel)
-            if self.tokens.fresh(e.rel, st.st_size, st.st_mtime_ns, change_of(st)) is None and \
-                    self.skipped.get(e.rel, ("",))[0] != (st.st_size, st.st_mtime_ns, change_of(st)):
+            change = change_of(st)
+            if self.tokens.fresh(e.rel, st.st_size, st.st_mtime_ns, change) is None and \
+                    self.skipped.get(e.rel, ("",))[0] != (st.st_size, st.st_mtime_ns, change):
                 stale.append(e)
         for key in [k for k in self.tokens.docs if k not in seen]:
             self._drop(key)
