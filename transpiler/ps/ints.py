@@ -15,8 +15,8 @@ disqualifies every name (it might bind any): the analysis fails closed.
 
 Why the greatest fixed point is sound: start from every candidate and drop each name with an
 assignment whose value is not int-typed under the current set, until nothing changes (done by
-a worklist, in linear time). In the
-final set every assignment of every name is int-typed with only names of the set as operands.
+a worklist, in linear time). In the final set every assignment of every name is int-typed with
+only names of the set as operands.
 By induction over the run, every value ever stored in such a variable is an int: the first store
 evaluates an expression whose names all hold ints (stored earlier by the same argument) or
 were never assigned; reading a name before any assignment raises the same NameError whether or
