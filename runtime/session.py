@@ -39,6 +39,7 @@ from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
 from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, start_worker
+from runtime.zygote import Zygote
 
 MAX_POOL = 16
 
@@ -48,7 +49,11 @@ class WorkerPool:
     new one when none is), already sent `prime`, its start frame (the session's limits): it has
     applied them and waits for its script only. The workers `retire()` was given (killed already)
     are reaped, and their replacements started, by the session's Upkeep thread once the run is
-    over: off the run's path and not competing with it for the GIL."""
+    over: off the run's path and not competing with it for the GIL.
+
+    Workers are forked by the pool's zygote (runtime/zygote.py: a fresh start's imports done
+    once), or started fresh where it cannot fork them. The first ones are made by the Upkeep
+    thread too, so that making a session does not wait for the zygote's start."""
 
     def __init__(self, size: int, prime: Callable[[subprocess.Popen], None]) -> None:
         self.size, self.prime = size, prime
@@ -56,16 +61,21 @@ class WorkerPool:
         self.ready: list = []
         self.retired: list = []
         self.closed = False
-        self.refill()
+        self.zygote = Zygote()
+
+    def start(self):
+        """A new worker, not yet primed. A worker this process started ahead (a server
+        runner's) is used first."""
+        if PRESTARTED:
+            return PRESTARTED.pop(0)
+        return self.zygote.spawn() or start_worker(preload=True)
 
     def refill(self) -> None:
         while True:
             with self.lock:
                 if self.closed or len(self.ready) >= self.size:
                     return
-            # outside the lock: take() never waits for a start. A worker this process started
-            # ahead (a server runner's) is used first.
-            proc = PRESTARTED.pop(0) if PRESTARTED else start_worker(preload=True)
+            proc = self.start()  # outside the lock: take() never waits for a refill's start
             self.prime(proc)
             with self.lock:
                 if not self.closed:
@@ -94,7 +104,7 @@ class WorkerPool:
                     break
                 _discard(candidate)  # died while waiting (killed from outside): never used
         if proc is None:
-            proc = start_worker(preload=True)
+            proc = self.start()
             self.prime(proc)
         return proc
 
@@ -105,6 +115,7 @@ class WorkerPool:
         self.reap_retired()
         for proc in waiting:
             _discard(proc)
+        self.zygote.close()
 
 
 class Upkeep:
@@ -121,6 +132,7 @@ class Upkeep:
         self.closed = False
         self.thread = threading.Thread(target=self._work, name="fdsl-session-upkeep", daemon=True)
         self.thread.start()
+        self.wake.set()  # the pool's first workers
 
     def after_run(self) -> None:
         self.wake.set()

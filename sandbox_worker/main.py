@@ -1,7 +1,7 @@
 """Worker entry point: import, harden, compile the script under RestrictedPython, run it.
 
-The broker starts this in a fresh process with a clean environment and only three
-descriptors: 0 (frames from the broker), 1 (frames to the broker) and 2 (diagnostics of a
+The broker starts this in a fresh process (or a session's zygote forks it, sandbox_worker/zygote.py)
+with a clean environment and only three descriptors: 0 (frames from the broker), 1 (frames to the broker) and 2 (diagnostics of a
 crash). Everything the worker will ever need is imported before it hardens itself; after
 that it cannot open a file, start a process or grow past its limits.
 """
@@ -11,11 +11,12 @@ from __future__ import annotations
 import importlib
 import os
 import signal
+from typing import Callable
 
 from RestrictedPython import compile_restricted_exec
 
 from sandbox_worker.client import BrokerClient, ScriptFailure, TimeUp
-from sandbox_worker.hardening import apply_limits, enter_namespaces, harden, lock_down
+from sandbox_worker.hardening import apply_limits, enter_namespaces, harden, lock_down, set_name
 from wire import protocol
 from wire.layers import missing_layers
 
@@ -126,21 +127,30 @@ def run(client: BrokerClient, code: str, limits: dict, mode: str, lang: str = "f
     return None
 
 
-def harden_ahead() -> dict:
-    """A worker started ahead of its script (runtime/session.py's pool): every layer but the
-    run's limits, before it waits. The namespaces (and the PID namespace's fork) come before the
-    languages are imported, so the fork copies a small process; Landlock after, as it ends file
-    access. apply_limits() adds the rlimits when the start frame brings them."""
-    entered = enter_namespaces(None)
+def warm_up() -> None:
+    """Import every language and compile WARM_UP: what a worker started ahead does before it
+    waits (or its zygote, sandbox_worker/zygote.py, once for all the workers it forks)."""
     for lang in protocol.LANGUAGES:
         importlib.import_module(f"{LANGUAGE_PACKAGE}.{lang}")
     compile_restricted_exec(WARM_UP, filename=SCRIPT_FILENAME)
+
+
+def harden_ahead(warmed: Callable[[], None] | None = None) -> dict:
+    """A worker started ahead of its script (runtime/session.py's pool): every layer but the
+    run's limits, before it waits. The namespaces (and the PID namespace's fork) come before the
+    languages are imported, so the fork copies a small process; Landlock after, as it ends file
+    access. apply_limits() adds the rlimits when the start frame brings them. `warmed`: what a
+    worker forked from a zygote that ran warm_up() already does instead (sandbox_worker/zygote.py)."""
+    entered = enter_namespaces(None)
+    (warmed or warm_up)()
     return lock_down(entered)
 
 
-def main(preload: bool = False) -> None:
-    """`preload`: this worker is started ahead of its script and hardened before it waits."""
-    ahead = harden_ahead() if preload else None
+def main(preload: bool = False, warmed: Callable[[], None] | None = None) -> None:
+    """`preload`: this worker is started ahead of its script and hardened before it waits
+    (`warmed`: see harden_ahead)."""
+    set_name(b"fdsl-worker")
+    ahead = harden_ahead(warmed) if preload else None
     client = BrokerClient(read_fd=0, write_fd=1, locate=frame_position)
     start = client.receive()
     if start.get("t") != "start":

@@ -117,7 +117,7 @@ def _the_running_worker(directory) -> psutil.Process:
     while time.monotonic() < deadline:
         for proc in server.children(recursive=True):
             try:
-                if "sandbox_worker.main" in " ".join(proc.cmdline()) and proc.cpu_times().user > 0.3:
+                if proc.name() == "fdsl-worker" and proc.cpu_times().user > 0.3:
                     return proc
             except psutil.Error:
                 continue

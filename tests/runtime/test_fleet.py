@@ -48,11 +48,11 @@ def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
     while not stop.is_set() and len(kills) < most:
         for proc in me.children(recursive=True):
             try:
-                if "sandbox_worker.main" not in " ".join(proc.cmdline()) or proc.pid in kills:
+                if proc.name() != "fdsl-worker" or proc.pid in kills:
                     continue
                 running = [p for p in [proc, *proc.children()] if sum(p.cpu_times()[:2]) > 0.3]
                 broker = proc.parent()
-                if broker is None or "sandbox_worker.main" in " ".join(broker.cmdline()):
+                if broker is None or broker.name() == "fdsl-worker":
                     continue  # the script's process in the worker's PID namespace: its parent is the worker
                 if running and broker.pid != me.pid:
                     kills.append(proc.pid)

@@ -36,6 +36,16 @@ def gone(pid: int, within: float = 5.0) -> bool:
         time.sleep(0.02)
 
 
+def waiting(session: Session, count: int = 1) -> list:
+    """The pool's ready workers once it holds `count` (its Upkeep thread makes them after the
+    session is made)."""
+    deadline = time.monotonic() + 30
+    while len(session.pool.ready) < count:
+        assert time.monotonic() < deadline, f"the pool holds {len(session.pool.ready)} of {count} workers after 30 s"
+        time.sleep(0.01)
+    return list(session.pool.ready)
+
+
 SCRIPTS = [
     'print(len(Directory("/").files()))\n',
     'for h in Directory("/").grep("alpha"):\n    print(h.path, h.line)\n',
@@ -78,17 +88,18 @@ def test_each_run_takes_a_new_worker_and_ends_it(docs):
 
 def test_close_ends_the_waiting_workers(docs):
     session = Session(root=str(docs), timeout=30, workers=3)
-    waiting = [p.pid for p in session.pool.ready]
-    assert len(waiting) == 3 and not any(gone(pid, within=0) for pid in waiting)
+    pids = [p.pid for p in waiting(session, 3)]
+    zygote = session.pool.zygote.proc.pid
+    assert len(pids) == 3 and not any(gone(pid, within=0) for pid in pids + [zygote])
     session.close()
-    assert all(gone(pid) for pid in waiting)
+    assert all(gone(pid) for pid in pids + [zygote])
     with pytest.raises(RunSetupError, match="closed"):
         session.run("print(1)\n")
 
 
 def test_a_waiting_worker_killed_from_outside_is_replaced(docs):
     with Session(root=str(docs), timeout=30, workers=1) as session:
-        victim = session.pool.ready[0]
+        victim = waiting(session)[0]
         os.kill(victim.pid, 9)
         victim.wait()
         assert session.run("print(2)\n").output == "2\n"
@@ -96,17 +107,17 @@ def test_a_waiting_worker_killed_from_outside_is_replaced(docs):
 
 def test_a_script_that_does_not_compile_leaves_the_worker_waiting(docs):
     with Session(root=str(docs), timeout=30, workers=1) as session:
-        waiting = session.pool.ready[0].pid
+        first = waiting(session)[0].pid
         assert session.run("print(\n").exit_code == 1
-        assert session.pool.ready[0].pid == waiting
+        assert session.pool.ready[0].pid == first
 
 
 def test_a_waiting_worker_has_applied_the_sessions_limits_before_any_run(docs):
     import select
 
     with Session(root=str(docs), timeout=30, workers=1) as session:
-        waiting = session.pool.ready[0]
-        assert select.select([waiting.stdout], [], [], 20)[0]  # its ready frame, written before a run took it
+        worker = waiting(session)[0]
+        assert select.select([worker.stdout], [], [], 20)[0]  # its ready frame, written before a run took it
         first = session.run("print(1)\n")
         assert first.output == "1\n" and first.layers["rlimits"] == "active"
 

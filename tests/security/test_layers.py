@@ -34,7 +34,7 @@ import pytest
 from runtime.broker import Broker
 from runtime.supervisor import Limits, run_worker
 from sandbox_worker.hardening import landlock_abi
-from tests.security.conftest import AHEAD, run_os
+from tests.security.conftest import AHEAD, FORKED, run_os
 from tests.support import CANARY
 from wire.layers import LAYERS, is_active
 
@@ -293,7 +293,7 @@ def test_layer_alone(name, layer, sandbox, tmp_path, listener, parent_signals):
         assert got_out, f"{name} with only {layer} ({status}): expected to succeed, stopped by {sorted(table)} instead; got {result} {output!r}"
 
 
-@pytest.mark.parametrize("layers", [pytest.param(None, id="all"), pytest.param(AHEAD, id="ahead")])
+@pytest.mark.parametrize("layers", [pytest.param(None, id="all"), pytest.param(AHEAD, id="ahead"), pytest.param(FORKED, id="forked")])
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_all_layers_stop(name, layers, sandbox, tmp_path, listener, parent_signals):
     result, output, got_out = run_attack(name, layers, sandbox, tmp_path, listener, parent_signals)
@@ -321,7 +321,7 @@ def test_no_new_privs_alone_is_in_force_after_exec():
 
 # Resource attacks and crashes: not stopped by a layer but by the supervisor unless the layer
 # under test is rlimits. Each runs with every layer alone, with none and with all.
-CONFIGS = [pytest.param(None, id="all"), pytest.param(AHEAD, id="ahead"), pytest.param((), id="none")] + \
+CONFIGS = [pytest.param(None, id="all"), pytest.param(AHEAD, id="ahead"), pytest.param(FORKED, id="forked"), pytest.param((), id="none")] + \
     [pytest.param((layer,), id=layer) for layer in LAYERS]
 
 

@@ -1,0 +1,124 @@
+"""A session's zygote (runtime/zygote.py, sandbox_worker/zygote.py): its forks are fresh,
+fully hardened workers that are the caller's children, it never holds a script, and when it
+fails the pool starts workers the usual way. Every attack of tests/security/test_layers.py
+also runs against a forked worker (the `forked` cases)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from runtime import zygote as zygote_module
+from runtime.broker import Broker
+from runtime.session import Session
+from runtime.supervisor import Limits, _collect, run_worker, start_worker
+from runtime.zygote import ForkedWorker, Zygote
+from wire.layers import is_active
+
+
+@pytest.fixture
+def zygote():
+    z = Zygote()
+    yield z
+    z.close()
+
+
+def run_in(worker, code: str, mode: str = "os", limits: Limits | None = None):
+    output: list[str] = []
+    limits = limits or Limits(timeout=20, max_output=100_000)
+    result = run_worker(code, Broker({"ping": lambda: None}), limits, time.monotonic() + limits.timeout,
+                        output.append, mode=mode, proc=worker)
+    return result, "".join(output)
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_fork_is_this_processs_child_with_every_layer_and_only_its_pipes(zygote):
+    worker = zygote.spawn()
+    assert isinstance(worker, ForkedWorker) and parent_of(worker.pid) == os.getpid()
+    assert os.getpgid(worker.pid) == worker.pid  # its own group: the supervisor kills it whole
+    assert (psutil.Process(zygote.proc.pid).name(), psutil.Process(worker.pid).name()) == ("fdsl-zygote", "fdsl-worker")
+    probe = "import os\nopen_fds = []\nfor n in range(3, 1024):\n    try:\n        os.fstat(n)\n" \
+            "        open_fds.append(n)\n    except OSError:\n        pass\nprint(open_fds, sorted(os.environ))\n"
+    result, output = run_in(worker, probe)
+    assert result.status == "ok", result
+    fresh = run_in(start_worker(preload=True), probe)[1]
+    assert output == fresh and output.startswith("[] "), (output, fresh)  # (Python's own LC_CTYPE coercion)
+    assert all(is_active(status) for status in result.layers.values()), result.layers
+
+
+def test_forks_share_nothing_a_script_leaves_behind(zygote):
+    trap = ("import builtins, os, random, sys, _thread, signal\n"
+            "builtins.TRAP = 1\nsys.modules['os'].getpid = lambda: -1\nrandom.seed(7)\n"
+            "signal.signal(signal.SIGUSR2, signal.SIG_IGN)\n"
+            "try:\n    _thread.start_new_thread(signal.pause, ())\n"
+            "except RuntimeError:\n    pass  # rlimits: no new process, no thread\n"
+            "print(random.random())\n")
+    look = ("import builtins, os, random, signal, _thread\n"
+            "print(hasattr(builtins, 'TRAP'), os.getpid() > 0, signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL,"
+            " _thread._count(), random.random())\n")
+    first, trapped = run_in(zygote.spawn(), trap)
+    second, seen = run_in(zygote.spawn(), look)
+    assert first.status == "ok" and second.status == "ok", (first, second)
+    flags = seen.split()
+    assert flags[:4] == ["False", "True", "True", "0"], seen
+    assert flags[4] != trapped.strip()  # each fork reseeds its random state
+
+
+def test_a_killed_zygote_is_replaced_and_its_forks_live_on(zygote):
+    waiting = zygote.spawn()
+    first = zygote.proc.pid
+    os.kill(first, signal.SIGKILL)
+    result, output = run_in(waiting, "print('still here')")
+    assert result.status == "ok" and output == "still here\n"
+    replacement = zygote.spawn()  # the dead one fails this request, or the next starts anew
+    replacement = replacement or zygote.spawn()
+    assert replacement is not None and zygote.proc.pid != first
+    assert run_in(replacement, "print(2)")[1] == "2\n"
+
+
+def test_a_zygote_failing_past_its_restarts_leaves_the_pool_to_fresh_workers(docs_root, monkeypatch):
+    monkeypatch.setattr(zygote_module, "jailed_command", lambda *a: ["/bin/false"])
+    with Session(root=docs_root, timeout=20, workers=1) as session:
+        for n in range(zygote_module.RESTARTS + 2):
+            assert session.run(f"print({n})\n").output == f"{n}\n"
+        assert session.pool.zygote.broken is not None and session.pool.zygote.forked == 0
+
+
+def test_a_forked_copy_of_the_process_does_not_use_the_zygote(zygote):
+    assert zygote.spawn() is not None
+    child = os.fork()
+    if child == 0:
+        os._exit(0 if zygote.spawn() is None else 1)  # its forks would be the other process's children
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_session_runs_on_forked_workers(docs_root):
+    with Session(root=docs_root, timeout=20, workers=2) as session:
+        for n in range(3):
+            assert session.run(f'print(len(Directory("/").files()) + {n})\n').output == f"{1 + n}\n"
+        assert session.pool.zygote.forked >= 3 and session.pool.zygote.broken is None
+
+
+def test_close_ends_the_zygote_and_leaves_no_worker(zygote):
+    worker = zygote.spawn()
+    pid = zygote.proc.pid
+    _collect(worker)
+    zygote.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert zygote.spawn() is None
+
+
+@pytest.fixture
+def docs_root(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    return str(tmp_path)
