@@ -6,8 +6,9 @@ over one Sandbox.
     tools.call("read", {"path": "guides/intro.md", "limit": 20})           # numbered lines
 
 grep, read, ls and find run here, in the trusted process, through FilesService over the
-sandbox (the policy, the safe opens, the per-document limits); run_fdsl runs its script through
-run_script in a fresh jailed worker over the same sandbox. Every failure is a ToolError whose
+sandbox (the policy, the safe opens, the per-document limits); run_fdsl runs its script in a
+fresh jailed worker over the same sandbox, taken from a Session (runtime/session.py: a worker
+forked ahead, the compiled scripts and parsed documents kept between calls), one per timeout. Every failure is a ToolError whose
 message is what the model reads ("Kind: message", virtual paths only): a bad parameter names
 it, a script error is located in the script, anything unexpected is named by its type alone
 (its details could hold a host path) and logged.
@@ -160,6 +161,7 @@ def read_backend(service: FilesService, path: str, offset: int, limit: int) -> t
 
 
 TOOLS_PDF_CPU_S = 600  # the PDF extractor serves many calls: its CPU budget, renewed when a call needs more
+MAX_SESSIONS = 2  # run_fdsl's Sessions, one per timeout asked for: the least recently used goes
 
 
 class Tools:
@@ -184,14 +186,19 @@ class Tools:
         # when `fdsl index build` made it, and what calls read is learned for the next ones
         self.index = RunIndex()
         self._lock = threading.Lock()
+        self._sessions: dict = {}  # run_fdsl's, by timeout (the run's limits are a session's)
 
     @staticmethod
     def definitions(format: str = "openai", *, strict: bool = False) -> list[dict]:
         return tool_definitions(format, strict=strict)
 
     def close(self) -> None:
-        """End the PDF extractor, if a PDF was read."""
+        """End the PDF extractor, if a PDF was read, and run_fdsl's sessions (their workers)."""
         self.store.close()
+        with self._lock:
+            sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            session.close()
 
     def call(self, name: str, params: dict | None = None) -> str:
         """Run tool `name` with `params`; its text result, or a ToolError with the message."""
@@ -257,11 +264,7 @@ class Tools:
         return _page(service, service.find_entries(path, tool_glob(service, glob, path) or "**"), 0, max_results)
 
     def _run_fdsl(self, script: str, timeout: int) -> str:
-        from runtime.api import run_script
-
-        result = run_script(script, sandbox=self.sandbox, approve=self.approve, filename="<run_fdsl>",
-                            timeout=float(timeout), memory_mb=self.memory_mb, max_output=self.max_output,
-                            isolation=self.isolation)
+        result = self._session(timeout).run(script, filename="<run_fdsl>")
         text = "".join(f"warning: {w}\n" for w in result.warnings) + result.output
         if result.ok:
             return text or "(the script printed nothing)"
@@ -270,6 +273,19 @@ class Tools:
         kind = result.error_kind or "RuntimeError"
         error = result.error or f"{kind}: the run failed"
         raise ToolError(kind, error.removeprefix(f"{kind}: "), before=text)
+
+
+    def _session(self, timeout: int):
+        from runtime.session import Session
+
+        session = self._sessions.pop(timeout, None)
+        if session is None:
+            session = Session(sandbox=self.sandbox, approve=self.approve, timeout=float(timeout), memory_mb=self.memory_mb,
+                              max_output=self.max_output, isolation=self.isolation, workers=1)
+        self._sessions[timeout] = session  # (last: the most recently used)
+        while len(self._sessions) > MAX_SESSIONS:
+            self._sessions.pop(next(iter(self._sessions))).close()
+        return session
 
 
 def _page(service: FilesService, entries: list, offset: int, limit: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.tools import ToolError, Tools
+from runtime.tools import ToolError, Tools, calls
 from tests.support import CANARY
 
 HOST_MARK = "HOSTDIR-q8z"  # in the host path of the root: never in what a model reads
@@ -230,6 +230,18 @@ def test_run_fdsl_returns_the_output_or_the_located_error(tools):
     assert syntax.startswith("SyntaxError:") and "at line 1, column" in syntax
     escape = error(tools, "run_fdsl", {"script": 'print(File("../canary.txt").read())'})
     assert escape.startswith("SandboxError:")
+
+
+def test_run_fdsl_calls_share_a_session_per_timeout_but_no_state(tools):
+    assert call(tools, "run_fdsl", {"script": "secret = 42\nprint(secret)\n"}) == "42\n"
+    assert "secret" in error(tools, "run_fdsl", {"script": "print(secret)\n"})  # a new worker: nothing kept
+    (first,) = tools._sessions.values()
+    assert call(tools, "run_fdsl", {"script": "print(1)", "timeout": 5}) == "1\n"
+    assert call(tools, "run_fdsl", {"script": "print(2)", "timeout": 6}) == "2\n"
+    assert len(tools._sessions) == calls.MAX_SESSIONS and first.closed  # the least recently used went
+    kept = list(tools._sessions.values())
+    tools.close()
+    assert all(session.closed for session in kept) and not tools._sessions
 
 
 LOOPS = "n = 0\nfor i in [1:1000]:\n    for j in [1:1000]:\n        for k in [1:1000]:\n            n = n + 1\n"
