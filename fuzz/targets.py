@@ -121,13 +121,18 @@ def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float
     """The check of a generated program, for both languages: parsing and emitting never crash
     (a refusal is a located DSLError); the emitted code compiles under RestrictedPython; every
     `run_every`-th program also runs in the real worker: no canary or host path shown, no
-    Python traceback, no internal error, no run past its timeout; then `after_run(source)`."""
+    Python traceback, no internal error, no run past its timeout; then `after_run(source)`.
+    Every other run goes through one Session (a worker forked from its zygote, the broker's
+    state kept between runs) rather than run_script. Returns (check, close)."""
     from RestrictedPython import compile_restricted_exec
 
     from runtime.api import run_script
+    from runtime.session import Session
     from transpiler import DSLError, compile_script
 
     compiled = [0]
+    limits = dict(timeout=timeout, memory_mb=256, max_output=100_000, **options)
+    session: list[Session] = []
 
     def check(source: str) -> None:
         try:
@@ -143,8 +148,12 @@ def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float
             return
         stats.note("run in the worker")
         started = time.monotonic()
-        run = run_script(source, lang=lang, root=box.root, timeout=timeout, memory_mb=256, max_output=100_000,
-                         **options)
+        if compiled[0] // run_every % 2:
+            session[:] = session or [Session(root=box.root, workers=1, **limits)]
+            stats.note("run in a session")
+            run = session[0].run(source, lang=lang)
+        else:
+            run = run_script(source, lang=lang, root=box.root, **limits)
         elapsed = time.monotonic() - started
         text = run.output + (run.error or "")
         leak = box.leaks(text, source)
@@ -157,7 +166,11 @@ def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float
             after_run(source)
         stats.note(f"exit {run.exit_code}")
 
-    return check
+    def close() -> None:
+        for each in session:
+            each.close()
+
+    return check, close
 
 
 def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float = 3.0) -> Stats:
@@ -168,10 +181,11 @@ def fuzz_programs(budget_s: float, seed: int, run_every: int = 8, timeout: float
 
     stats = Stats("programs", "programs")
     box = Sandbox()
-    check = program_checker(stats, box, "fdsl", run_every, timeout)
+    check, close = program_checker(stats, box, "fdsl", run_every, timeout)
     try:
         return run_batches(stats, programs(box.host_strings), lambda module: check(render(module)), budget_s, seed)
     finally:
+        close()
         box.close()
 
 
@@ -197,10 +211,11 @@ def fuzz_ps_programs(budget_s: float, seed: int, run_every: int = 6, timeout: fl
     def unchanged(source: str) -> None:
         assert (box.outside_snapshot(), tree_snapshot(box.base)) == before, f"a run changed files\n{source}"
 
-    check = program_checker(stats, box, "ps", run_every, timeout, unchanged, options={"max_steps": 5000})
+    check, close = program_checker(stats, box, "ps", run_every, timeout, unchanged, options={"max_steps": 5000})
     try:
         return run_batches(stats, ps_programs(box.host_strings), check, budget_s, seed)
     finally:
+        close()
         box.close()
 
 

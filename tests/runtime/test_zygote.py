@@ -93,7 +93,9 @@ def test_a_zygote_failing_past_its_restarts_leaves_the_pool_to_fresh_workers(doc
 
 
 def test_a_forked_copy_of_the_process_does_not_use_the_zygote(zygote):
-    assert zygote.spawn() is not None
+    worker = zygote.spawn()
+    assert worker is not None
+    _collect(worker)
     child = os.fork()
     if child == 0:
         os._exit(0 if zygote.spawn() is None else 1)  # its forks would be the other process's children
