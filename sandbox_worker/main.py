@@ -135,22 +135,23 @@ def warm_up() -> None:
     compile_restricted_exec(WARM_UP, filename=SCRIPT_FILENAME)
 
 
-def harden_ahead(warmed: Callable[[], None] | None = None) -> dict:
+def harden_ahead(warmed: Callable[[], Callable[[], None]] | None = None) -> tuple[dict, Callable[[], None] | None]:
     """A worker started ahead of its script (runtime/session.py's pool): every layer but the
     run's limits, before it waits. The namespaces (and the PID namespace's fork) come before the
     languages are imported, so the fork copies a small process; Landlock after, as it ends file
     access. apply_limits() adds the rlimits when the start frame brings them. `warmed`: what a
-    worker forked from a zygote that ran warm_up() already does instead (sandbox_worker/zygote.py)."""
+    worker forked from a zygote that ran warm_up() already does instead (sandbox_worker/zygote.py);
+    it returns what the worker does while it waits for its script (the second value)."""
     entered = enter_namespaces(None)
-    (warmed or warm_up)()
-    return lock_down(entered)
+    idle = warmed() if warmed is not None else warm_up()
+    return lock_down(entered), idle
 
 
-def main(preload: bool = False, warmed: Callable[[], None] | None = None) -> None:
+def main(preload: bool = False, warmed: Callable[[], Callable[[], None]] | None = None) -> None:
     """`preload`: this worker is started ahead of its script and hardened before it waits
     (`warmed`: see harden_ahead)."""
     set_name(b"fdsl-worker")
-    ahead = harden_ahead(warmed) if preload else None
+    ahead, idle = harden_ahead(warmed) if preload else (None, None)
     client = BrokerClient(read_fd=0, write_fd=1, locate=frame_position)
     start = client.receive()
     if start.get("t") != "start":
@@ -169,6 +170,8 @@ def main(preload: bool = False, warmed: Callable[[], None] | None = None) -> Non
         layers = harden(limits, start.get("layers"))
     # The first frame, written before any script code runs: the layers actually in force.
     protocol.write_frame(client.write_fd, {"t": "ready", "layers": layers})
+    if idle is not None:
+        idle()
     try:  # the script: a worker started ahead may have had its start long before (runtime/session.py)
         module = client.receive()
     except EOFError:

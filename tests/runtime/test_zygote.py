@@ -15,7 +15,7 @@ import pytest
 from runtime import zygote as zygote_module
 from runtime.broker import Broker
 from runtime.session import Session
-from runtime.supervisor import Limits, _collect, run_worker, start_worker
+from runtime.supervisor import Limits, _collect, prime, run_worker, start_worker
 from runtime.zygote import ForkedWorker, Zygote
 from wire.layers import is_active
 
@@ -52,6 +52,27 @@ def test_a_fork_is_this_processs_child_with_every_layer_and_only_its_pipes(zygot
     fresh = run_in(start_worker(preload=True), probe)[1]
     assert output == fresh and output.startswith("[] "), (output, fresh)  # (Python's own LC_CTYPE coercion)
     assert all(is_active(status) for status in result.layers.values()), result.layers
+
+
+@pytest.mark.skipif(tuple(map(int, os.uname().release.split(".")[:2])) < (5, 14), reason="MADV_POPULATE_WRITE")
+def test_a_waiting_fork_makes_the_pages_it_shares_with_the_zygote_its_own(zygote):
+    """Else its script pays a copy-on-write fault at each first write (sandbox_worker/zygote.py settle)."""
+    worker = zygote.spawn()
+    prime(worker, Limits(), "best")
+    frames = b""
+    while b'"ready"' not in frames:
+        frames += os.read(worker.stdout.fileno(), 1 << 16)
+    script = psutil.Process(worker.pid).children()[0]  # the PID namespace's pid 1, which runs the script
+
+    def shared_dirty_kib() -> int:
+        with open(f"/proc/{script.pid}/smaps_rollup") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("Shared_Dirty:"))
+
+    deadline = time.monotonic() + 10
+    while shared_dirty_kib() > 1024 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert shared_dirty_kib() <= 1024
+    _collect(worker)
 
 
 def test_forks_share_nothing_a_script_leaves_behind(zygote):
