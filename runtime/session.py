@@ -53,7 +53,8 @@ class WorkerPool:
 
     Workers are forked by the pool's zygote (runtime/zygote.py: a fresh start's imports done
     once), or started fresh where it cannot fork them. The first ones are made by the Upkeep
-    thread too, so that making a session does not wait for the zygote's start."""
+    thread too, so that making a session does not wait for the zygote's start; a worker this
+    process started ahead (a server runner's, runtime/runner.py) joins the pool at once."""
 
     def __init__(self, size: int, prime: Callable[[subprocess.Popen], None]) -> None:
         self.size, self.prime = size, prime
@@ -62,12 +63,13 @@ class WorkerPool:
         self.retired: list = []
         self.closed = False
         self.zygote = Zygote()
+        while PRESTARTED and len(self.ready) < size:  # a server runner's, waiting already: the first run's
+            proc = PRESTARTED.pop(0)
+            prime(proc)
+            self.ready.append(proc)
 
     def start(self):
-        """A new worker, not yet primed. A worker this process started ahead (a server
-        runner's) is used first."""
-        if PRESTARTED:
-            return PRESTARTED.pop(0)
+        """A new worker, not yet primed: forked by the zygote, or else started fresh."""
         return self.zygote.spawn() or start_worker(preload=True)
 
     def refill(self) -> None:

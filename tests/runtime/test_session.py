@@ -97,6 +97,25 @@ def test_close_ends_the_waiting_workers(docs):
         session.run("print(1)\n")
 
 
+def test_a_worker_this_process_started_ahead_is_the_first_runs(docs):
+    """A server runner starts its worker before its request (runtime/runner.py): a Session made
+    for that request has it waiting at once, not behind the zygote's start."""
+    from runtime.supervisor import PRESTARTED, start_worker
+
+    ahead = start_worker(preload=True)
+    PRESTARTED.append(ahead)
+    with Session(root=str(docs), timeout=30, workers=2) as session:
+        assert session.pool.ready[:1] == [ahead] and not PRESTARTED
+        taken, take = [], session.pool.take
+
+        def recorded():
+            taken.append(take())
+            return taken[-1]
+
+        session.pool.take = recorded
+        assert session.run("print(1)\n").output == "1\n" and taken == [ahead]
+
+
 def test_a_waiting_worker_killed_from_outside_is_replaced(docs):
     with Session(root=str(docs), timeout=30, workers=1) as session:
         victim = waiting(session)[0]
