@@ -16,6 +16,7 @@ the usual way: slower, never less safe.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
@@ -26,6 +27,7 @@ from runtime.jail import jailed_command
 
 REPLY_SECONDS = 10.0  # for the zygote's start (imports, on a loaded machine) and for each fork
 RESTARTS = 2  # a zygote that failed this many times more is not started again by this process
+REFUSED = {errno.EPERM, errno.EINVAL, errno.ENOSYS}  # clone(CLONE_PARENT) not allowed here: no retry
 
 
 class ZygoteError(Exception):
@@ -87,7 +89,7 @@ class Zygote:
             except (OSError, ZygoteError) as exc:
                 self._stop()
                 self.failures += 1
-                if isinstance(exc, ZygoteError) and str(exc).startswith("no: ") or self.failures > RESTARTS:
+                if self.failures > RESTARTS or (isinstance(exc, ZygoteError) and str(exc).startswith("no: ")):
                     self.broken = str(exc)
                 return None
             self.forked += 1
@@ -129,6 +131,8 @@ class Zygote:
             if len(reply) != 8:
                 raise ZygoteError("the zygote ended")
             pid = struct.unpack("<q", reply)[0]
+            if -pid in REFUSED:  # the kernel or a filter refuses this clone: it would refuse it again
+                raise ZygoteError(f"no: clone(CLONE_PARENT) refused: {os.strerror(-pid)}")
             if pid <= 0:
                 raise OSError(-pid, f"the zygote's fork failed: {os.strerror(-pid)}")
         except BaseException:

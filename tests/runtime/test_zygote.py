@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import psutil
@@ -111,6 +112,21 @@ def test_a_zygote_failing_past_its_restarts_leaves_the_pool_to_fresh_workers(doc
         for n in range(zygote_module.RESTARTS + 2):
             assert session.run(f"print({n})\n").output == f"{n}\n"
         assert session.pool.zygote.broken is not None and session.pool.zygote.forked == 0
+
+
+# A stand-in zygote on descriptor 0 that is ready, then answers every fork with -EPERM.
+REFUSING = ("import socket, struct\ns = socket.socket(fileno=0)\ns.send(b'ready')\n"
+            "while socket.recv_fds(s, 16, 3)[0]:\n    s.send(struct.pack('<q', -1))\n")
+
+
+def test_a_clone_the_kernel_refuses_is_not_tried_again(monkeypatch):
+    monkeypatch.setattr(zygote_module, "jailed_command", lambda *a: [sys.executable, "-c", REFUSING])
+    z = Zygote()
+    try:
+        assert z.spawn() is None and "refused" in z.broken and z.failures == 1
+        assert z.spawn() is None and z.failures == 1 and z.proc is None
+    finally:
+        z.close()
 
 
 def test_a_forked_copy_of_the_process_does_not_use_the_zygote(zygote):
