@@ -67,7 +67,9 @@ def _clone_call():
 def fork_sibling(clone) -> int:
     """os.fork() with CLONE_PARENT: the interpreter's own before/after-fork steps around the
     clone (import lock, thread state, at-fork hooks: `random` reseeds in the child). Returns 0
-    in the child, the child's pid in the zygote; raises OSError."""
+    in the child, the child's pid in the zygote; raises OSError. Behind glibc's back, the
+    child's cached thread id is the zygote's: nothing the fork runs reads it (raise() asks the
+    kernel since glibc 2.25, and the PID namespace's fork is glibc's own fork, which sets it)."""
     _api.PyOS_BeforeFork()
     pid = clone()
     if pid == 0:
