@@ -91,7 +91,9 @@ def main() -> None:
         again_ms, _ = timed(lambda n: session.run(twenty(0)), args.runs, pause)
     start_ms = statistics.median(f["worker_start_s"] for f in figures) * 1000
     zygote = Zygote()
-    zygote.spawn()  # its own start, once per session
+    first = zygote.spawn()  # (its own start, once per session)
+    if first is not None:
+        _collect(first)
     forked_ms = worker_start(zygote.spawn, args.runs, pause)
     zygote.close()
     fresh_ms = worker_start(lambda: start_worker(preload=True), args.runs, pause)

@@ -62,8 +62,10 @@ another process, or outlive its limits. `fdsl audit SCRIPT.py --mode os` runs su
 """
 
 OUTRO = """
-   A session's workers are forked from a zygote that has only imported (docs/scale.md); each
-   applies every layer above itself after the fork, and the same attacks run against them.
+   A session's workers are forked from a zygote that has only imported (docs/scale.md): for
+   them the empty environment, the three descriptors and the own session below are the
+   zygote's and the fork's doing; each applies every layer above itself after the fork, and
+   the same attacks run against them, and against the zygote from them.
    The supervisor adds what the worker cannot do for itself: an empty environment, only the
    three pipe descriptors, its own session and process group (killed as a whole), the
    wall-clock deadline, a resident-memory watch, the output cap, and a stop for a worker that

@@ -77,7 +77,7 @@ class WorkerPool:
             with self.lock:
                 if self.closed or len(self.ready) >= self.size:
                     return
-            proc = self.start()  # outside the lock: take() never waits for a refill's start
+            proc = self.start()  # outside the pool's lock (take() may wait for the zygote's, one fork)
             self.prime(proc)
             with self.lock:
                 if not self.closed:

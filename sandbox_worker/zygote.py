@@ -14,8 +14,9 @@ worker it started itself (runtime/zygote.py).
 
 Messages on descriptor 0 (SOCK_SEQPACKET): the zygote sends b"ready" once warmed up (or
 b"no: <reason>" and exits when it cannot fork this way); then per request b"w" with three
-descriptors (SCM_RIGHTS) it answers the worker's pid as 8 bytes (once the worker leads its own
-session and process group), or minus the errno. Anything else, or EOF, ends it.
+descriptors (SCM_RIGHTS) it answers the worker's pid as 8 bytes right after the fork (or minus
+the errno), then b"s" once the worker leads its own session and process group. Anything else,
+or EOF, ends it.
 """
 
 from __future__ import annotations
@@ -155,9 +156,11 @@ def main() -> None:
             become_worker(control, fds, leader)
         for fd in (*fds, leader):
             os.close(fd)
-        os.read(led, 1)  # EOF once the fork has its own session (or has died)
+        control.send(struct.pack("<q", pid))  # at once: from now on the session owns the fork
+        if pid > 0:
+            os.read(led, 1)  # EOF once the fork has its own session (or has died)
+            control.send(b"s")
         os.close(led)
-        control.send(struct.pack("<q", pid))
 
 
 if __name__ == "__main__":

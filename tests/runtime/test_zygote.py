@@ -86,12 +86,66 @@ def test_forks_share_nothing_a_script_leaves_behind(zygote):
     look = ("import builtins, os, random, signal, _thread\n"
             "print(hasattr(builtins, 'TRAP'), os.getpid() > 0, signal.getsignal(signal.SIGUSR2) == signal.SIG_DFL,"
             " _thread._count(), random.random())\n")
-    first, trapped = run_in(zygote.spawn(), trap)
+    first, _ = run_in(zygote.spawn(), trap)
     second, seen = run_in(zygote.spawn(), look)
-    assert first.status == "ok" and second.status == "ok", (first, second)
+    third, seen_again = run_in(zygote.spawn(), look)
+    assert first.status == second.status == third.status == "ok", (first, second, third)
     flags = seen.split()
     assert flags[:4] == ["False", "True", "True", "0"], seen
-    assert flags[4] != trapped.strip()  # each fork reseeds its random state
+    assert flags[4] != seen_again.split()[4]  # each fork reseeds its random state (the at-fork hook ran)
+
+
+def test_a_fork_cannot_reach_its_zygote(zygote):
+    """The zygote is not hardened: a forked worker with every layer cannot signal, trace or read it."""
+    worker = zygote.spawn()
+    target = zygote.proc.pid
+    attack = (f"import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nresults = []\n"
+              f"try:\n    os.kill({target}, 9)\n    results.append('kill')\nexcept OSError:\n    pass\n"
+              f"if libc.ptrace(16, {target}, 0, 0) == 0:\n    results.append('ptrace')\n"
+              f"try:\n    open('/proc/{target}/mem', 'rb').read(1)\n    results.append('mem')\nexcept OSError:\n    pass\n"
+              f"buf = ctypes.create_string_buffer(8)\n"
+              f"iov = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
+              f"if libc.process_vm_readv({target}, iov, 1, iov, 1, 0) > 0:\n    results.append('vm_readv')\n"
+              f"print(results)\n")
+    result, output = run_in(worker, attack)
+    assert result.status == "ok" and output == "[]\n", (result, output)
+    assert zygote.proc.poll() is None  # alive, and still forking
+    assert run_in(zygote.spawn(), "print(3)")[1] == "3\n"
+
+
+# A stand-in zygote that forks as the real one does, says the pid, then dies before the fork
+# has left its group (the "s" message); it writes the pid where the test finds it.
+DIES_AFTER_FORK = ("import os, socket, struct, sys, time\nsys.path[:0] = {path!r}\n"
+                   "from sandbox_worker.zygote import _clone_call, fork_sibling\n"
+                   "s = socket.socket(fileno=0)\nclone, _ = _clone_call()\ns.send(b'ready')\n"
+                   "socket.recv_fds(s, 16, 3)\npid = fork_sibling(clone)\n"
+                   "if pid == 0:\n    time.sleep(60)\n    os._exit(0)\n"
+                   "open({note!r}, 'w').write(str(pid))\ns.send(struct.pack('<q', pid))\nos._exit(1)\n")
+
+
+def test_a_fork_whose_zygote_dies_before_answering_is_killed_and_reaped(monkeypatch, tmp_path):
+    note = tmp_path / "pid"
+    script = DIES_AFTER_FORK.format(path=sys.path[:3], note=str(note))
+    monkeypatch.setattr(zygote_module, "jailed_command", lambda *a: [sys.executable, "-c", script])
+    z = Zygote()
+    try:
+        assert z.spawn() is None and z.failures == 1
+    finally:
+        z.close()
+    pid = int(note.read_text())
+    with pytest.raises(ChildProcessError):  # reaped already: never a zombie, never left running
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_a_zygote_is_replaced_after_its_forks(zygote, monkeypatch):
+    monkeypatch.setattr(zygote_module, "MAX_FORKS", 2)
+    _collect(zygote.spawn())
+    first = zygote.proc.pid
+    _collect(zygote.spawn())
+    _collect(zygote.spawn())
+    assert zygote.proc.pid != first and zygote.forked == 3 and zygote.failures == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(first, 0)
 
 
 def test_a_killed_zygote_is_replaced_and_its_forks_live_on(zygote):
@@ -147,7 +201,7 @@ def test_a_session_runs_on_forked_workers(docs_root):
         assert session.pool.zygote.forked >= 3 and session.pool.zygote.broken is None
 
 
-def test_close_ends_the_zygote_and_leaves_no_worker(zygote):
+def test_close_ends_the_zygote(zygote):
     worker = zygote.spawn()
     pid = zygote.proc.pid
     _collect(worker)

@@ -232,10 +232,18 @@ def test_run_fdsl_returns_the_output_or_the_located_error(tools):
     assert escape.startswith("SandboxError:")
 
 
-def test_run_fdsl_calls_share_a_session_per_timeout_but_no_state(tools):
-    assert call(tools, "run_fdsl", {"script": "secret = 42\nprint(secret)\n"}) == "42\n"
-    assert "secret" in error(tools, "run_fdsl", {"script": "print(secret)\n"})  # a new worker: nothing kept
+def test_run_fdsl_calls_share_a_session_per_timeout_but_never_a_worker(tools):
+    assert call(tools, "run_fdsl", {"script": "print(0)"}) == "0\n"
     (first,) = tools._sessions.values()
+    taken, take = [], first.pool.take
+
+    def recorded():
+        taken.append(take())
+        return taken[-1]
+
+    first.pool.take = recorded
+    assert [call(tools, "run_fdsl", {"script": f"print({n})"}) for n in (1, 2)] == ["1\n", "2\n"]
+    assert len(taken) == 2 and taken[0].pid != taken[1].pid and list(tools._sessions.values()) == [first]
     assert call(tools, "run_fdsl", {"script": "print(1)", "timeout": 5}) == "1\n"
     assert call(tools, "run_fdsl", {"script": "print(2)", "timeout": 6}) == "2\n"
     assert len(tools._sessions) == calls.MAX_SESSIONS and first.closed  # the least recently used went
