@@ -18,6 +18,7 @@ replacement, so the next run finds one ready.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import weakref
@@ -101,7 +102,7 @@ class WorkerPool:
         with self.lock:
             while self.ready:
                 candidate = self.ready.pop(0)
-                if candidate.poll() is None:
+                if not _exited(candidate):
                     proc = candidate
                     break
                 _discard(candidate)  # died while waiting (killed from outside): never used
@@ -162,6 +163,15 @@ class Upkeep:
             self.thread.join()
         if self.pool is not None:
             self.pool.close()
+
+
+def _exited(proc) -> bool:
+    """Has the worker ended? Asked without reaping it (WNOWAIT): its group id stays reserved
+    until _discard has killed the group, as supervisor.reap requires."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _discard(proc) -> None:
