@@ -79,7 +79,7 @@ class Zygote:
     children and are not touched). Thread-safe: one fork at a time."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # (re-entered when a GC-run Session finalizer closes it mid-spawn)
         self.owner = os.getpid()  # a forked copy of this process must not use the zygote's workers
         self.proc: subprocess.Popen | None = None
         self.control: socket.socket | None = None
@@ -142,11 +142,11 @@ class Zygote:
         stdout_r, stdout_w = os.pipe()
         stderr_r, stderr_w = os.pipe()
         ours = [stdin_w, stdout_r, stderr_r]
-        pid = None
+        pid, control = None, self.control  # (close() may run meanwhile on this thread: see the lock)
         try:
             try:
-                socket.send_fds(self.control, [b"w"], [stdin_r, stdout_w, stderr_w])
-                reply = self.control.recv(16)
+                socket.send_fds(control, [b"w"], [stdin_r, stdout_w, stderr_w])
+                reply = control.recv(16)
             finally:
                 for fd in (stdin_r, stdout_w, stderr_w):
                     os.close(fd)
@@ -158,7 +158,7 @@ class Zygote:
             if forked <= 0:
                 raise ForkFailed(-forked, f"the zygote's fork failed: {os.strerror(-forked)}")
             pid = forked  # our child now: whatever happens next, it is killed and reaped, never lost
-            if self.control.recv(16) != b"s":
+            if control.recv(16) != b"s":
                 raise ZygoteError("the zygote ended before its fork led its own session")
         except BaseException:
             for fd in ours:

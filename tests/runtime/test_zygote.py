@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 
 import psutil
@@ -199,6 +200,23 @@ def test_a_session_runs_on_forked_workers(docs_root):
         for n in range(3):
             assert session.run(f'print(len(Directory("/").files()) + {n})\n').output == f"{1 + n}\n"
         assert session.pool.zygote.forked >= 3 and session.pool.zygote.broken is None
+
+
+def test_close_during_a_spawn_on_the_same_thread_does_not_deadlock(zygote, monkeypatch):
+    """A Session's finalizer, run by the GC on the Upkeep thread while it spawns, closes the pool."""
+    _collect(zygote.spawn())
+    real = zygote_module.socket.send_fds
+
+    def closing_first(*args):
+        zygote.close()
+        return real(*args)
+
+    monkeypatch.setattr(zygote_module.socket, "send_fds", closing_first)
+    got = []
+    spawning = threading.Thread(target=lambda: got.append(zygote.spawn()), daemon=True)
+    spawning.start()
+    spawning.join(20)
+    assert not spawning.is_alive() and got == [None] and zygote.broken and zygote.proc is None
 
 
 def test_close_ends_the_zygote(zygote):
