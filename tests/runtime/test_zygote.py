@@ -16,6 +16,7 @@ import pytest
 
 from runtime import zygote as zygote_module
 from runtime.broker import Broker
+from runtime.jail import package_dir
 from runtime.session import Session
 from runtime.supervisor import Limits, _collect, prime, run_worker, start_worker
 from runtime.zygote import ForkedWorker, Zygote
@@ -116,7 +117,7 @@ def test_a_fork_cannot_reach_its_zygote(zygote):
 
 # A stand-in zygote that forks as the real one does, says the pid, then dies before the fork
 # has left its group (the "s" message); it writes the pid where the test finds it.
-DIES_AFTER_FORK = ("import os, socket, struct, sys, time\nsys.path[:0] = {path!r}\n"
+DIES_AFTER_FORK = ("import os, socket, struct, sys, time\nsys.path.insert(0, {root!r})\n"
                    "from sandbox_worker.zygote import _clone_call, fork_sibling\n"
                    "s = socket.socket(fileno=0)\nclone, _ = _clone_call()\ns.send(b'ready')\n"
                    "socket.recv_fds(s, 16, 3)\npid = fork_sibling(clone)\n"
@@ -126,7 +127,7 @@ DIES_AFTER_FORK = ("import os, socket, struct, sys, time\nsys.path[:0] = {path!r
 
 def test_a_fork_whose_zygote_dies_before_answering_is_killed_and_reaped(monkeypatch, tmp_path):
     note = tmp_path / "pid"
-    script = DIES_AFTER_FORK.format(path=sys.path[:3], note=str(note))
+    script = DIES_AFTER_FORK.format(root=str(package_dir("sandbox_worker").parent), note=str(note))
     monkeypatch.setattr(zygote_module, "jailed_command", lambda *a: [sys.executable, "-c", script])
     z = Zygote()
     try:
