@@ -6,12 +6,13 @@
             result = session.run(source)        # the RunResult run_script returns
 
 What a Session keeps between runs is the broker's: the Sandbox (policy and mounts, checked
-once), the document store (parsed documents and the PDF extractor) and a pool of workers
-started ahead. What it never keeps is a worker: each run takes a worker that has run nothing
-yet (started before its script arrived, its imports done, hardened with every layer as a
-one-shot run is, the session's limits applied, waiting for its script), and kills its whole
-process group before the run returns. A background thread reaps it and starts its
-replacement, so the next run finds one ready.
+once), the document store (parsed documents and the PDF extractor), the compiled scripts, a
+pool of workers started ahead and the zygote that forks them (runtime/zygote.py: a process
+that has only imported, never run a script). What it never keeps is a worker: each run takes
+a worker that has run nothing yet (forked before its script arrived, its imports done,
+hardened with every layer as a one-shot run is, the session's limits applied, waiting for its
+script), and kills its whole process group before the run returns. A background thread reaps
+it and forks its replacement, so the next run finds one ready.
 
 `run_script` is the one-shot form of the same path (runtime/api.py `execute`).
 """
