@@ -29,7 +29,7 @@ import socket
 import struct
 from typing import Callable
 
-from sandbox_worker.hardening import set_name
+from sandbox_worker.hardening import _libc, set_name
 from sandbox_worker.main import main as worker_main
 from sandbox_worker.main import warm_up
 
@@ -42,9 +42,8 @@ FIONREAD = 0x541B
 SETTLE_CHUNK = 256 << 10  # copied between two looks for the script's frame (about 0.1 ms)
 
 _api = ctypes.pythonapi
-_madvise = ctypes.CDLL(None, use_errno=True).madvise
+_madvise, _ioctl = _libc.madvise, _libc.ioctl  # the worker's libc handle (sandbox_worker/hardening.py)
 _madvise.restype, _madvise.argtypes = ctypes.c_int, (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-_ioctl = ctypes.CDLL(None, use_errno=True).ioctl
 _ioctl.restype, _ioctl.argtypes = ctypes.c_int, (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
 for _step in (_api.PyOS_BeforeFork, _api.PyOS_AfterFork_Child, _api.PyOS_AfterFork_Parent):
     _step.restype, _step.argtypes = None, ()
