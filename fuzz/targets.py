@@ -132,9 +132,10 @@ def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float
 
     compiled = [0]
     limits = dict(timeout=timeout, memory_mb=256, max_output=100_000, **options)
-    session: list[Session] = []
+    session: Session | None = None
 
     def check(source: str) -> None:
+        nonlocal session
         try:
             emitted = compile_script(source, lang=lang)
         except DSLError as exc:
@@ -149,9 +150,9 @@ def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float
         stats.note("run in the worker")
         started = time.monotonic()
         if compiled[0] // run_every % 2:
-            session[:] = session or [Session(root=box.root, workers=1, **limits)]
+            session = session or Session(root=box.root, workers=1, **limits)
             stats.note("run in a session")
-            run = session[0].run(source, lang=lang)
+            run = session.run(source, lang=lang)
         else:
             run = run_script(source, lang=lang, root=box.root, **limits)
         elapsed = time.monotonic() - started
@@ -167,8 +168,8 @@ def program_checker(stats: Stats, box, lang: str, run_every: int, timeout: float
         stats.note(f"exit {run.exit_code}")
 
     def close() -> None:
-        for each in session:
-            each.close()
+        if session is not None:
+            session.close()
 
     return check, close
 
