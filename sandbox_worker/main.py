@@ -1,9 +1,10 @@
 """Worker entry point: import, harden, compile the script under RestrictedPython, run it.
 
-The broker starts this in a fresh process (or a session's zygote forks it, sandbox_worker/zygote.py)
-with a clean environment and only three descriptors: 0 (frames from the broker), 1 (frames to the broker) and 2 (diagnostics of a
-crash). Everything the worker will ever need is imported before it hardens itself; after
-that it cannot open a file, start a process or grow past its limits.
+The broker starts this in a fresh process (or a session's zygote forks it,
+sandbox_worker/zygote.py) with a clean environment and only three descriptors: 0 (frames from
+the broker), 1 (frames to the broker) and 2 (diagnostics of a crash). Everything the worker
+will ever need is imported before it hardens itself; after that it cannot open a file, start a
+process or grow past its limits.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def test_a_fork_is_this_processs_child_with_every_layer_and_only_its_pipes(zygot
     assert all(is_active(status) for status in result.layers.values()), result.layers
 
 
-@pytest.mark.skipif(tuple(map(int, os.uname().release.split(".")[:2])) < (5, 14), reason="MADV_POPULATE_WRITE")
+@pytest.mark.skipif(tuple(map(int, os.uname().release.split(".")[:2])) < (5, 14), reason="MADV_POPULATE_WRITE, which copies the shared pages, needs Linux 5.14 or later")
 def test_a_waiting_fork_makes_the_pages_it_shares_with_the_zygote_its_own(zygote):
     """Else its script pays a copy-on-write fault at each first write (sandbox_worker/zygote.py settle)."""
     worker = zygote.spawn()
