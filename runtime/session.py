@@ -23,6 +23,7 @@ import os
 import subprocess
 import threading
 import weakref
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -185,8 +186,8 @@ class Session:
 
     The arguments are run_script's (the same defaults and checks; a bad one raises
     RunSetupError naming it), plus `workers`: how many workers wait ready (0: start each
-    run's worker when it runs, as run_script does). `run(source, lang=, filename=, on_output=)`
-    returns the RunResult of one script. Not for concurrent `run` calls from several threads:
+    run's worker when it runs, as run_script does). `run(source, lang=, filename=, on_output=,
+    timeout=)` returns the RunResult of one script. Not for concurrent `run` calls from several threads:
     use a Session per thread.
     """
 
@@ -217,15 +218,25 @@ class Session:
         self.closed = False
         self._finalizer = weakref.finalize(self, _close, self.shared, self.upkeep)
 
-    def run(self, source: str, *, lang: str = "fdsl", filename: str = "<script>", on_output=None) -> RunResult:
+    def run(self, source: str, *, lang: str = "fdsl", filename: str = "<script>", on_output=None,
+            timeout: float | None = None) -> RunResult:
+        """`timeout`: this run's wall clock, at most the session's (None: the session's). Its
+        workers were primed with the session's limits, so a shorter run keeps the session's CPU
+        rlimit as its backstop; the wall clock, which the broker enforces, ends it in time."""
         if self.closed:
             raise RunSetupError("this Session is closed")
         if lang not in LANGUAGE_RUNS:
             return _usage(RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}"), 0.0)
+        limits = self.limits
+        if timeout is not None:
+            if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0.001 <= timeout <= limits.timeout):
+                return _usage(RunSetupError(f"timeout must be a number of seconds from 0.001 to the session's "
+                                            f"{limits.timeout:g}, not {timeout!r}"), 0.0)
+            limits = replace(limits, timeout=float(timeout))
         options = self.options if lang == "ps" else {}
         try:
             with self.upkeep.lock:  # the index does not learn while a run searches it
-                return execute(source, lang=lang, filename=filename, limits=self.limits, isolation=self.isolation,
+                return execute(source, lang=lang, filename=filename, limits=limits, isolation=self.isolation,
                                approve=self.approve, options=options, on_output=on_output,
                                sandbox_of=lambda: self.sandbox, shared=self.shared,
                                take_worker=self.pool.take if self.pool is not None else None,

@@ -8,10 +8,11 @@ over one Sandbox.
 grep, read, ls and find run here, in the trusted process, through FilesService over the
 sandbox (the policy, the safe opens, the per-document limits); run_fdsl runs its script in a
 fresh jailed worker over the same sandbox, taken from a Session (runtime/session.py: a worker
-forked ahead, the compiled scripts and parsed documents kept between calls), one per timeout. Every failure is a ToolError whose
-message is what the model reads ("Kind: message", virtual paths only): a bad parameter names
-it, a script error is located in the script, anything unexpected is named by its type alone
-(its details could hold a host path) and logged.
+forked ahead, the compiled scripts and parsed documents kept between calls; each call with its
+own timeout). Every failure is a ToolError whose message is what the model reads ("Kind:
+message", virtual paths only): a bad parameter names it, a script error is located in the
+script, anything unexpected is named by its type alone (its details could hold a host path)
+and logged.
 
 The two backends an index may replace later are `grep_backend` and `read_backend`.
 """
@@ -31,7 +32,15 @@ from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import PdfExtractor
-from runtime.tools.definitions import MAX_LINE_CHARS, MAX_READ_CHARS, SPECS, TOOL_NAMES, ToolSpec, tool_definitions
+from runtime.tools.definitions import (
+    MAX_LINE_CHARS,
+    MAX_READ_CHARS,
+    MAX_RUN_TIMEOUT_S,
+    SPECS,
+    TOOL_NAMES,
+    ToolSpec,
+    tool_definitions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +170,6 @@ def read_backend(service: FilesService, path: str, offset: int, limit: int) -> t
 
 
 TOOLS_PDF_CPU_S = 600  # the PDF extractor serves many calls: its CPU budget, renewed when a call needs more
-MAX_SESSIONS = 2  # run_fdsl's Sessions, one per timeout asked for: the least recently used goes
 
 
 class Tools:
@@ -186,7 +194,7 @@ class Tools:
         # when `fdsl index build` made it, and what calls read is learned for the next ones
         self.index = RunIndex()
         self._lock = threading.Lock()
-        self._sessions: dict = {}  # run_fdsl's, by timeout (the run's limits are a session's)
+        self._run_session = None  # run_fdsl's (_session)
 
     @staticmethod
     def definitions(format: str = "openai", *, strict: bool = False) -> list[dict]:
@@ -196,8 +204,8 @@ class Tools:
         """End the PDF extractor, if a PDF was read, and run_fdsl's sessions (their workers)."""
         self.store.close()
         with self._lock:
-            sessions, self._sessions = self._sessions, {}
-        for session in sessions.values():
+            session, self._run_session = self._run_session, None
+        if session is not None:
             session.close()
 
     def call(self, name: str, params: dict | None = None) -> str:
@@ -264,7 +272,7 @@ class Tools:
         return _page(service, service.find_entries(path, tool_glob(service, glob, path) or "**"), 0, max_results)
 
     def _run_fdsl(self, script: str, timeout: int) -> str:
-        result = self._session(timeout).run(script, filename="<run_fdsl>")
+        result = self._session().run(script, filename="<run_fdsl>", timeout=timeout)
         text = "".join(f"warning: {w}\n" for w in result.warnings) + result.output
         if result.ok:
             return text or "(the script printed nothing)"
@@ -275,17 +283,16 @@ class Tools:
         raise ToolError(kind, error.removeprefix(f"{kind}: "), before=text)
 
 
-    def _session(self, timeout: int):
+    def _session(self):
+        """run_fdsl's Session, made on the first call: its limits allow the longest timeout a
+        call may ask for, and each call runs with its own (Session.run's `timeout`)."""
         from runtime.session import Session
 
-        session = self._sessions.pop(timeout, None)
-        if session is None:
-            session = Session(sandbox=self.sandbox, approve=self.approve, timeout=float(timeout), memory_mb=self.memory_mb,
-                              max_output=self.max_output, isolation=self.isolation, workers=1)
-        self._sessions[timeout] = session  # (last: the most recently used)
-        while len(self._sessions) > MAX_SESSIONS:
-            self._sessions.pop(next(iter(self._sessions))).close()
-        return session
+        if self._run_session is None:
+            self._run_session = Session(sandbox=self.sandbox, approve=self.approve, timeout=float(MAX_RUN_TIMEOUT_S),
+                                        memory_mb=self.memory_mb, max_output=self.max_output, isolation=self.isolation,
+                                        workers=1)
+        return self._run_session
 
 
 def _page(service: FilesService, entries: list, offset: int, limit: int) -> str:

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from runtime.api import EXIT_TIMEOUT, run_script
+from runtime.api import EXIT_TIMEOUT, EXIT_USAGE, run_script
 from runtime.errors import RunSetupError
 from runtime.session import Session
 
@@ -152,6 +152,19 @@ def test_limits_hold_in_a_session_and_the_next_run_is_unaffected(docs):
     with Session(root=str(docs), timeout=30, memory_mb=64, workers=1) as session:
         r = session.run('x = "a" * 100000000\nprint(len(x))\n')
         assert r.exit_code == 1 and "memory limit" in r.error
+
+
+def test_a_run_may_ask_for_a_shorter_timeout_than_its_sessions_and_no_longer(docs):
+    loop = "x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n"
+    with Session(root=str(docs), timeout=120, workers=1) as session:
+        started = time.monotonic()
+        r = session.run(loop, timeout=1)
+        assert r.exit_code == EXIT_TIMEOUT and "within 1 s" in r.error and time.monotonic() - started < 10
+        assert session.run("print(1)\n", timeout=120).output == "1\n"
+        for bad in (121, 0, -1, float("nan"), True, "5"):
+            r = session.run("print(1)\n", timeout=bad)
+            assert r.exit_code == EXIT_USAGE and "timeout must be a number of seconds" in r.error, bad
+        assert session.run("print(2)\n").output == "2\n"  # None: the session's
 
 
 def test_documents_are_parsed_once_per_session(docs):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from runtime.tools import ToolError, Tools, calls
+from runtime.tools.definitions import MAX_RUN_TIMEOUT_S
 from tests.support import CANARY
 
 HOST_MARK = "HOSTDIR-q8z"  # in the host path of the root: never in what a model reads
@@ -211,8 +212,6 @@ def test_the_policy_refuses_what_is_outside_the_root_without_naming_the_host(too
 
 
 def test_an_unexpected_failure_is_named_by_its_type_only(tools, monkeypatch, root):
-    import runtime.tools.calls as calls
-
     def broken(*args, **kwargs):
         raise OSError(f"disk trouble at {root}/billing")
 
@@ -232,24 +231,22 @@ def test_run_fdsl_returns_the_output_or_the_located_error(tools):
     assert escape.startswith("SandboxError:")
 
 
-def test_run_fdsl_calls_share_a_session_per_timeout_but_never_a_worker(tools):
+def test_run_fdsl_calls_share_one_session_whatever_their_timeout_but_never_a_worker(tools):
     assert call(tools, "run_fdsl", {"script": "print(0)"}) == "0\n"
-    (first,) = tools._sessions.values()
-    taken, take = [], first.pool.take
+    session = tools._run_session
+    assert session is not None and session.limits.timeout == MAX_RUN_TIMEOUT_S
+    taken, take = [], session.pool.take
 
     def recorded():
         taken.append(take())
         return taken[-1]
 
-    first.pool.take = recorded
-    assert [call(tools, "run_fdsl", {"script": f"print({n})"}) for n in (1, 2)] == ["1\n", "2\n"]
-    assert len(taken) == 2 and taken[0].pid != taken[1].pid and list(tools._sessions.values()) == [first]
-    assert call(tools, "run_fdsl", {"script": "print(1)", "timeout": 5}) == "1\n"
-    assert call(tools, "run_fdsl", {"script": "print(2)", "timeout": 6}) == "2\n"
-    assert len(tools._sessions) == calls.MAX_SESSIONS and first.closed  # the least recently used went
-    kept = list(tools._sessions.values())
+    session.pool.take = recorded
+    assert [call(tools, "run_fdsl", {"script": f"print({n})", "timeout": t}) for n, t in ((1, 5), (2, 6), (3, 30))] \
+        == ["1\n", "2\n", "3\n"]
+    assert len({proc.pid for proc in taken}) == 3 and tools._run_session is session
     tools.close()
-    assert all(session.closed for session in kept) and not tools._sessions
+    assert session.closed and tools._run_session is None
 
 
 LOOPS = "n = 0\nfor i in [1:1000]:\n    for j in [1:1000]:\n        for k in [1:1000]:\n            n = n + 1\n"
@@ -257,7 +254,8 @@ LOOPS = "n = 0\nfor i in [1:1000]:\n    for j in [1:1000]:\n        for k in [1:
 
 def test_run_fdsl_timeout_is_a_located_timeout_error(tools):
     text = error(tools, "run_fdsl", {"script": LOOPS, "timeout": 1})
-    assert text.startswith("TimeoutError:") and "at line" in text
+    # the call's own timeout, not its session's (which allows the longest a call may ask for)
+    assert text.startswith("TimeoutError: the script did not finish within 1 s") and "at line" in text
 
 
 def test_run_fdsl_output_past_its_cap_says_it_was_cut(root):
