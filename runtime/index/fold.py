@@ -3,9 +3,11 @@
 - `fold(text)` maps every character to the representative of its case class, one character
   for one (so positions and lengths are kept). A class joins a character with its simple
   lowercase (`_sre.unicode_tolower`, what Python's IGNORECASE compares), its single-character
-  upper, lower and casefold forms, and Python's extra equivalences (`re._casefix`: i ı, s ſ,
-  µ μ, ...). It is therefore coarser than, or equal to, both Python's IGNORECASE and RE2's
-  simple case folding: two characters a search could equate always fold alike. The
+  upper, lower and casefold forms, Python's extra equivalences (`re._casefix`: i ı, s ſ,
+  µ μ, ...) and the case variants the `regex` fallback engine knows (`engine_cases`: its
+  Unicode may be newer than the interpreter's). It is therefore coarser than, or equal to,
+  Python's IGNORECASE, RE2's simple case folding and `regex`'s: two characters a search could
+  equate always fold alike. The
   representative is the class's first lowercase member (ASCII text folds as `str.lower()`).
   Line breaks and lone surrogates are kept as they are.
 - `required_literals(pattern)` reads the pattern with Python's own parser and returns folded
@@ -61,6 +63,9 @@ def fold_table() -> dict[int, int]:
     for cp, others in _casefix._EXTRA_CASES.items():
         for other in others:
             union(chr(cp), chr(other))
+    for cp, others in engine_cases():
+        for other in others:
+            union(chr(cp), chr(other))
     classes: dict[str, list[str]] = {}
     for c in parent:
         classes.setdefault(find(c), []).append(c)
@@ -69,6 +74,46 @@ def fold_table() -> dict[int, int]:
         rep = min(members, key=lambda ch: (not ch.islower(), ord(ch)))
         table.update({ord(m): ord(rep) for m in members if m != rep})
     return table
+
+
+def engine_cases():
+    """(code point, its case variants) as the `regex` module, the search's fallback engine
+    (runtime/services/textsearch.py), equates them under IGNORECASE. Its Unicode tables can be
+    newer than the interpreter's: `regex` 2026 pairs U+0264 with U+A7CB (Unicode 16), which
+    Python 3.11's data does not know. Its `get_all_cases` is the one the module itself uses to
+    compile a case-insensitive literal; a release without it leaves the index unused for
+    case-insensitive searches (`complete_for_case()`), never one that misses a match."""
+    all_cases = _engine_all_cases()
+    if all_cases is None:
+        return
+    for cp in range(_CASED_BELOW):
+        if not 0xD800 <= cp < 0xE000:
+            cases = all_cases(cp)
+            if len(cases) > 1:
+                yield cp, [other for other in cases if other != cp]
+
+
+@functools.cache
+def _engine_all_cases():
+    import regex
+
+    get_all_cases = getattr(getattr(regex, "_regex", None), "get_all_cases", None)
+    if get_all_cases is None:
+        return None
+    return functools.partial(get_all_cases, regex.IGNORECASE | regex.UNICODE)
+
+
+def complete_for_case() -> bool:
+    """Does the fold equate everything the search engines may (both engines' case tables known)?"""
+    return _engine_all_cases() is not None
+
+
+def fold_digest() -> str:
+    """What a stored index records of the fold it was built with: an index built under other
+    case tables (another Python, another `regex`) folds some characters otherwise."""
+    import hashlib
+
+    return hashlib.sha256(repr(sorted(fold_table().items())).encode()).hexdigest()[:16]
 
 
 def fold(text: str) -> str:

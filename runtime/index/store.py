@@ -5,8 +5,11 @@ Schema (FORMAT names it): meta(k, v); docs(id, path, size, mtime_ns, ino, ctime_
 where size, mtime, inode and ctime are the file's when it was read (a document is current while
 all four are: runtime/index/tokens.py change_of) and text is the document's text,
 zlib-compressed UTF-8 (surrogatepass); postings(token, docs) where docs is the bitmap of the ids
-holding the token (little-endian bytes). Format 1 kept size and mtime only; such a file is
-refused, and rebuilt by `fdsl index build` or the next index opened over its directory.
+holding the token (little-endian bytes); meta holds the format and the digest of the case
+fold the tokens were made with (runtime/index/fold.py fold_digest: another Python or `regex`
+release may fold otherwise). Format 1 kept size and mtime only; such a file, or one of
+another fold, is refused, and rebuilt by `fdsl index build` or the next index opened over its
+directory.
 
 Opening checks everything it will rely on and refuses the file otherwise (StoreError): the
 schema must be exactly ours (no trigger, view or extra table), the format current, every
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from runtime.errors import SandboxError
 from runtime.fs import paths
+from runtime.index.fold import fold_digest
 from runtime.index.tokens import TokenIndex
 
 FORMAT = "fdsl-index 2"
@@ -93,6 +97,7 @@ def save(path: Path, tokens: TokenIndex, texts: dict[str, tuple[str, str]]) -> N
             for sql in SCHEMA:
                 con.execute(sql)
             con.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            con.execute("INSERT INTO meta VALUES ('fold', ?)", (fold_digest(),))
             con.executemany("INSERT INTO docs VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (
                 (rec.id, key, rec.size, rec.mtime_ns, *(rec.change or (-1, -1)), texts[key][0], _deflate(texts[key][1]))
                 for key, rec in sorted(tokens.docs.items())))
@@ -125,6 +130,9 @@ def _check_schema(con: sqlite3.Connection) -> None:
     meta = dict(con.execute("SELECT k, v FROM meta"))
     if meta.get("format") != FORMAT:
         raise StoreError(f"the index is in another format ({str(meta.get('format'))[:40]!r}, expected {FORMAT!r})")
+    if meta.get("fold") != fold_digest():
+        raise StoreError("the index was built with other case tables (another Python or `regex` release): "
+                         "`fdsl index build` makes it again")
     bad = con.execute(
         "SELECT count(*) FROM docs WHERE typeof(id) != 'integer' OR id < 0 OR id >= ? OR typeof(path) != 'text' "
         "OR typeof(size) != 'integer' OR size < 0 OR typeof(mtime_ns) != 'integer' OR typeof(ino) != 'integer' "

@@ -23,7 +23,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from runtime.index.fold import fold, required_literals
+from runtime.index.fold import complete_for_case, fold, required_literals
 
 WORD = re.compile(r"\w+")
 MAX_TOKEN_CHARS = 64
@@ -126,6 +126,8 @@ class TokenIndex:
 
     def candidates(self, pattern: str, ignore_case: bool = True) -> int | None:
         """Bitmap of the live documents that may hold a match; None: any may."""
+        if not complete_for_case():  # the fold may not equate what the engine does
+            return None
         literals = required_literals(pattern, ignore_case)
         if literals is None:
             return None

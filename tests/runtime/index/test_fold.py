@@ -7,15 +7,19 @@ import _sre
 import re
 
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from regex import _regex
 
 from runtime.index.fold import fold, fold_table, required_literals
 from runtime.services.textsearch import Searcher, compile_pattern
 
+# Every character with a case, as the interpreter or the `regex` engine sees it (the engine's
+# Unicode can be newer: U+A7CB, the capital of U+0264, is Unicode 16)
 CASED = [chr(cp) for cp in range(0x20000) if not 0xD800 <= cp < 0xE000
          and (chr(cp).lower() != chr(cp) or chr(cp).upper() != chr(cp) or cp in fold_table()
-              or _sre.unicode_tolower(cp) != cp)]
+              or _sre.unicode_tolower(cp) != cp or len(_regex.get_all_cases(regex.I | regex.U, cp)) > 1)]
 
 
 def test_nothing_past_the_table_has_a_case():
@@ -38,6 +42,23 @@ def test_every_character_the_engine_equates_folds_alike(tail):
         pattern = compile_pattern(re.escape(c) + tail, ignore_case=True)
         for m in searcher.finditer(pattern, text):
             assert fold(text[m.start():m.end()]) == fold(c), (hex(ord(c)), text[m.start():m.end()])
+
+
+def test_the_engines_newer_case_pairs_fold_alike():
+    assert fold("\ua7cb") == fold("\u0264")  # Unicode 16: the capital of U+0264 (rams horn)
+    assert fold("\u1c89") == fold("\u1c8a")
+
+
+def test_without_the_engines_case_tables_the_index_rules_nothing_out(monkeypatch):
+    from runtime.index import fold as fold_module
+    from runtime.index.tokens import TokenIndex
+
+    tokens = TokenIndex()
+    tokens.add("a.txt", 1, 1, {"hello"})
+    tokens.add("b.txt", 1, 1, {"other"})
+    assert tokens.candidates("hello") == 0b01
+    monkeypatch.setattr(fold_module, "_engine_all_cases", lambda: None)
+    assert tokens.candidates("hello") is None  # every document is searched
 
 
 def test_special_folds():

@@ -127,7 +127,7 @@ def test_persistence_a_changed_file_is_never_served_stale(docs):
         again.read("notes.txt")
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncate", "trigger", "bad_path", "huge_id", "format"])
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "trigger", "bad_path", "huge_id", "format", "fold"])
 def test_a_damaged_or_crafted_index_is_refused(docs, tmp_path, damage):
     path = tmp_path / "x.fdslindex"
     open_index(docs).pack(path)
@@ -144,6 +144,8 @@ def test_a_damaged_or_crafted_index_is_refused(docs, tmp_path, damage):
                 con.execute("UPDATE docs SET path = '../../etc/passwd' WHERE id = 0")
             elif damage == "huge_id":
                 con.execute("UPDATE docs SET id = 4611686018427387904 WHERE id = 0")
+            elif damage == "fold":  # built under other case tables (another Python or regex release)
+                con.execute("UPDATE meta SET v = '0123456789abcdef' WHERE k = 'fold'")
             else:
                 con.execute("UPDATE meta SET v = 'fdsl-index 0'")
         con.close()
