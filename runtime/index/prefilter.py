@@ -20,6 +20,7 @@ from runtime.fs.mounts import Location, MountState
 from runtime.index import store
 from runtime.index.memex import trusted_mtime
 from runtime.index.tokens import TokenIndex, change_of, tokens_of
+from runtime.services.documents import is_pdf_name
 
 MAX_TOKENS = 1_000_000  # distinct tokens one mount's index may hold; past it, documents are not learned
 # A larger text is not learned during a run (tokenizing it would hold up the reply, ~1 s per 16 MB,
@@ -35,31 +36,40 @@ def key_of(loc: Location) -> str:
     return "/".join(loc.rel)
 
 
+def same_kind(loc: Location) -> bool:
+    """Is the file read as its own name says (text or PDF)? A file symlink named with the other
+    kind ("a.txt" to "b.pdf") is read as its own name says, but keyed by its target's path: no
+    record of that key is its text, so the index neither learns it nor rules it out."""
+    return not loc.requested or not loc.parts or is_pdf_name(loc.requested[-1]) == is_pdf_name(loc.parts[-1])
+
+
 class Query:
     """One pattern's candidates, per mount, computed on first need."""
 
     def __init__(self, run: RunIndex, pattern: str, ignore_case: bool) -> None:
         self.run, self.pattern, self.ignore_case = run, pattern, ignore_case
-        self._bitmaps: dict[int, int | None] = {}
+        # per mount: (the candidates, the first id they know nothing of: a document learned
+        # later in the same search, under a key met twice, as a file symlink's, is not ruled out)
+        self._bitmaps: dict[int, tuple[int | None, int]] = {}
 
     def knows(self, loc: Location | None, st: os.stat_result | None) -> bool:
         """Does the index hold this file as it is now (so reading it teaches nothing)?"""
-        if loc is None or st is None:
+        if loc is None or st is None or not same_kind(loc):
             return False
         return self.run.tokens(loc.mount).fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st)) is not None
 
     def excludes(self, loc: Location | None, st: os.stat_result | None) -> bool:
         """Does the index prove that this file, as it is now, holds no match?"""
-        if loc is None or st is None:
+        if loc is None or st is None or not same_kind(loc):
             return False
         tokens = self.run.tokens(loc.mount)
         rec = tokens.fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st))
         if rec is None:
             return False
         if loc.mount.index not in self._bitmaps:
-            self._bitmaps[loc.mount.index] = tokens.candidates(self.pattern, self.ignore_case)
-        bitmap = self._bitmaps[loc.mount.index]
-        return bitmap is not None and not bitmap >> rec.id & 1
+            self._bitmaps[loc.mount.index] = (tokens.candidates(self.pattern, self.ignore_case), tokens.next_id)
+        bitmap, known_below = self._bitmaps[loc.mount.index]
+        return bitmap is not None and rec.id < known_below and not bitmap >> rec.id & 1
 
 
 class RunIndex:
@@ -108,7 +118,7 @@ class RunIndex:
     def learn(self, loc: Location | None, st: os.stat_result | None, text: str, read_ns: int) -> None:
         """Index a document the run has read (its text as the search sees it) unless known;
         with `deferred`, keep it for learn_pending()."""
-        if loc is None or st is None or not self.learning:
+        if loc is None or st is None or not self.learning or not same_kind(loc):
             return
         if self.deferred:
             key = (loc.mount.index, key_of(loc))

@@ -325,8 +325,10 @@ class DocumentStore:
         return DocumentLimit(f"{vpath} is {size} bytes, over the limit of {self.max_bytes} bytes per document")
 
     def cached(self, real: str, vpath: str, st: os.stat_result) -> Document | None:
+        """The document of the file at `real`, parsed while it was as `st` says, read as `vpath`
+        names it: a link "a.txt" to "b.pdf" is text, its target a PDF (the other is a miss)."""
         hit = self._cache.get(real)
-        if hit is not None and hit[0] == identity(st):
+        if hit is not None and hit[0] == identity(st) and hit[1].kind == ("pdf" if is_pdf_name(vpath) else "text"):
             self._cache.move_to_end(real)
             doc = hit[1]
             if doc.damaged:  # told to each run that reads it, not only the one that parsed it

@@ -257,3 +257,48 @@ def test_a_file_rewritten_with_its_size_and_mtime_kept_is_searched_again(tmp_pat
         os.utime(tmp_path / "a.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
         assert indexed.dir_grep(".", "new", None, True)["total"] == 1, how
         assert indexed.dir_grep(".", "old", None, True)["total"] == 0, how
+
+
+def test_a_document_learned_during_a_search_is_not_ruled_out_by_that_search(tmp_path):
+    """A file symlink's key is its target's path: one search meets the same key twice. What it
+    learned on the first meeting is newer than the search's candidates, and not ruled out."""
+    clock = Clock()
+    clock.write(tmp_path, "0.txt", "nothing here\n")
+    clock.write(tmp_path, "a.txt", "the needle is here\n")
+    (tmp_path / "z.txt").symlink_to("a.txt")
+    plain, indexed = services(tmp_path)
+    assert indexed.dir_grep(".", "zzz", "0.txt", True)["total"] == 0  # learns 0.txt only
+    assert indexed.index.learned == 1
+    for _ in range(2):
+        for service in (plain, indexed):
+            assert [h["path"] for h in service.dir_grep(".", "needle", None, True)["hits"]] == ["a.txt", "z.txt"]
+            assert [f["path"] for f in service.dir_search(".", "needle", "content", True, True)["files"]] == ["a.txt", "z.txt"]
+
+
+def test_a_symlink_named_as_another_kind_than_its_target_is_read_as_named_with_or_without_the_index(tmp_path):
+    """"0.txt" -> "a.pdf" is text (the PDF's bytes), its target a PDF (its extracted text): the
+    document cache and the index keep the two apart, in either order of reading."""
+    import pymupdf
+
+    pdf = pymupdf.open()
+    pdf.new_page().insert_text((72, 72), "the needle is here")
+    # uncompressed, so its bytes hold no NUL (readable as text) and its text only hex-encoded
+    (tmp_path / "a.pdf").write_bytes(pdf.tobytes(expand=255, garbage=0))
+    os.utime(tmp_path / "a.pdf", (1_000_000_000, 1_000_000_000))
+    (tmp_path / "0.txt").symlink_to("a.pdf")
+    plain, indexed = services(tmp_path)
+    fresh = FilesService(VirtualFS([("/", tmp_path, False)]))
+    try:
+        expected = {"needle": ["a.pdf"], "endobj": ["0.txt"]}
+        for service in (plain, indexed):
+            for _ in range(2):  # the second time from the document cache, and the index
+                for pattern, names in expected.items():
+                    found = [f["path"] for f in service.dir_search(".", pattern, "content", True, False)["files"]]
+                    assert found == names, (pattern, found)
+                    assert service.file_contains("a.pdf", pattern, False) == ("a.pdf" in names)
+                    assert service.file_contains("0.txt", pattern, False) == ("0.txt" in names)
+        assert fresh.file_contains("0.txt", "endobj", False) and fresh.file_contains("a.pdf", "needle", False)
+        assert not fresh.file_contains("a.pdf", "endobj", False)  # the PDF's text, from the cache of the link's read
+    finally:
+        for service in (plain, indexed, fresh):
+            service.store.close()
