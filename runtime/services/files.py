@@ -27,19 +27,13 @@ Decisions (beyond docs/DESIGN.md §3):
   "both" either.
 - `dir_grep` reports each line at most once (the first match on it), with the full line; a
   match spanning lines is reported on the line where it starts. Lines are str.splitlines lines.
-- `file_snippets`: max_results <= 0 returns []; context_chars < 0 is a ScriptError. Matches are
-  taken per page, pages in order; an excerpt never crosses a page.
-- `file_table`: max_items must be >= 1; more entries than that end with "... (N more entries)".
-- `file_lines`: numbers are right-aligned to max(3, digits of the last number shown), then two
-  spaces and the line (an empty line is just its number). offset < 1 and limit < 1 are
-  ScriptErrors; an offset past the end returns "".
+- The `file.*` ops: runtime/services/fileops.py.
 - Directory symlinks are listed (as symlink entries) but never descended into; file symlinks
   that stay inside the mount count as files in files()/search()/grep().
 """
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -54,13 +48,13 @@ from runtime.services.documents import (
     DocumentStore,
     binary_file,
     decode_text,
-    format_toc,
     is_binary,
     is_pdf_name,
 )
+from runtime.services.fileops import FileOps
 from runtime.services.globs import compile_glob
 from runtime.services.indexed import IndexedSearches
-from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, Skipped, matching_lines, numbered
+from runtime.services.searching import DEFAULT_GREP_RESULTS, MAX_GREP_RESULTS, SKIPPABLE, Skipped, matching_lines
 from runtime.services.textsearch import Pattern, Searcher, compile_pattern
 
 if TYPE_CHECKING:
@@ -71,8 +65,6 @@ SCOPES = ("name", "content", "both")
 MAX_ENTRIES = 200_000  # entries one listing or search walks; what a reply returns is bounded by its budget
 MAX_PAGES_PER_READ = 10_000
 
-_NEWLINES = re.compile(r"\r\n|\n|\r")
-
 
 def iso_utc(mtime: float) -> str:
     try:
@@ -81,7 +73,7 @@ def iso_utc(mtime: float) -> str:
         return datetime.fromtimestamp(0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class FilesService(IndexedSearches):
+class FilesService(FileOps, IndexedSearches):
     def __init__(
         self,
         vfs: VirtualFS,
@@ -344,108 +336,6 @@ class FilesService(IndexedSearches):
                 raise
             return {"hits": hits, "total": total, "truncated": True, "complete": False, **skipped.reply()}
         return {"hits": hits, "total": total, "truncated": total > len(hits), **skipped.reply()}
-
-    # ------------------------------------------------------------------ file.*
-
-    def file_open(self, path: str) -> dict:
-        res, st = self.vfs.resolve_file(path)
-        name = res.parts[-1]
-        return self._file_info(res.vpath, name, st)
-
-    def file_page_count(self, path: str) -> int:
-        return self._doc(path).page_count
-
-    def _page(self, doc: Document, n) -> str:
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise ScriptError(f"a page number must be an integer, not {type(n).__name__}")
-        if n < 1 or n > doc.page_count:
-            count = doc.page_count
-            raise ScriptError(
-                f"page {n} is out of range: {doc.vpath} has {count} page{'s' if count != 1 else ''}"
-            )
-        return doc.pages[n - 1]
-
-    def file_read(self, path: str, pages):
-        doc = self._doc(path)
-        if pages is None:
-            return self.budget(f"read of all of {doc.vpath}").charge(doc.text)
-        if isinstance(pages, list):
-            if len(pages) > self.max_pages_per_read:
-                raise LimitError(
-                    f"read() asked for {len(pages)} pages, at most {self.max_pages_per_read} per call"
-                )
-            budget = self.budget(f"read of {len(pages):,} pages of {doc.vpath}")
-            return [budget.charge(self._page(doc, n)) for n in pages]
-        return self.budget(f"read of page {pages} of {doc.vpath}").charge(self._page(doc, pages))
-
-    def file_search(self, path: str, pattern: str, ignore_case: bool) -> list[int]:
-        pat = compile_pattern(pattern, ignore_case)
-        doc = self._searched_doc(path, pattern, ignore_case)
-        if doc is None:
-            return []
-        searcher = self.searcher
-        return [i for i, page in enumerate(doc.pages, start=1) if searcher.text_matches(pat, page)]
-
-    def file_contains(self, path: str, pattern: str, ignore_case: bool) -> bool:
-        pat = compile_pattern(pattern, ignore_case)
-        doc = self._searched_doc(path, pattern, ignore_case)
-        if doc is None:
-            return False
-        searcher = self.searcher
-        return any(searcher.text_matches(pat, page) for page in doc.pages)
-
-    def file_head(self, path: str) -> str:
-        doc = self._doc(path)
-        return self.budget(f"head() of {doc.vpath}").charge(doc.pages[0])
-
-    def file_tail(self, path: str) -> str:
-        doc = self._doc(path)
-        return self.budget(f"tail() of {doc.vpath}").charge(doc.pages[-1])
-
-    def file_snippets(self, path: str, pattern: str, max_results: int, context_chars: int, ignore_case: bool) -> list[str]:
-        if context_chars < 0:
-            raise ScriptError(f"context_chars must be 0 or more, not {context_chars}")
-        pat = compile_pattern(pattern, ignore_case)
-        doc = self._doc(path)
-        if max_results <= 0:
-            return []
-        searcher = self.searcher
-        out: list[str] = []
-        budget = self.budget(f"snippets of {doc.vpath}")
-        for page_no, page in enumerate(doc.pages, start=1):
-            for m in searcher.finditer(pat, page):
-                start = max(0, m.start() - context_chars)
-                excerpt = _NEWLINES.sub(" ", page[start:m.end() + context_chars]).strip()
-                out.append(budget.charge(f"[page {page_no}] {excerpt}"))
-                if len(out) >= max_results:
-                    return out
-        return out
-
-    def file_table(self, path: str, max_items: int) -> str:
-        if max_items < 1:
-            raise ScriptError(f"max_items must be 1 or more, not {max_items}")
-        res, st = self.vfs.resolve_file(path)
-        if is_pdf_name(res.vpath):  # a PDF's outline, when it has one, without extracting its text
-            outline = self.store.pdf_outline(self.vfs, res, st)
-            if outline:
-                return self.budget(f"table() of {res.vpath}").charge(format_toc(outline, max_items))
-        doc = self.store.get(self.vfs, res, st)
-        toc = doc.toc(lambda: self.check_deadline("looking for the table of contents"))
-        if not toc:
-            return f"No table of contents detected for {doc.vpath}"
-        return self.budget(f"table() of {doc.vpath}").charge(format_toc(toc, max_items))
-
-    def file_lines(self, path: str, offset: int, limit: int) -> str:
-        if offset < 1:
-            raise ScriptError(f"offset must be 1 or more (lines are numbered from 1), not {offset}")
-        if limit < 1:
-            raise ScriptError(f"limit must be 1 or more, not {limit}")
-        doc = self._doc(path)
-        chosen = doc.lines[offset - 1: offset - 1 + limit]
-        if not chosen:
-            return ""
-        budget = self.budget(f"lines() of {doc.vpath}")
-        return "\n".join(budget.charge(text) for text in numbered(chosen, offset))
 
 
 def list_directory(vfs: VirtualFS, path: str, *, max_entries: int = MAX_ENTRIES, offset: int = 0,
