@@ -40,7 +40,8 @@ def same_kind(loc: Location) -> bool:
     """Is the file read as its own name says (text or PDF)? A file symlink named with the other
     kind ("a.txt" to "b.pdf") is read as its own name says, but keyed by its target's path: no
     record of that key is its text, so the index neither learns it nor rules it out."""
-    return not loc.requested or not loc.parts or is_pdf_name(loc.requested[-1]) == is_pdf_name(loc.parts[-1])
+    asked, parts = loc.requested, loc.parts
+    return not asked or not parts or asked[-1] == parts[-1] or is_pdf_name(asked[-1]) == is_pdf_name(parts[-1])
 
 
 class Query:
