@@ -314,7 +314,7 @@ def command_mcp(args) -> int:
 
 
 class Stopped(BaseException):
-    """SIGINT or SIGTERM arrived: unwinds like KeyboardInterrupt, so every `finally` on the way
+    """SIGINT, SIGTERM or SIGHUP arrived: unwinds like KeyboardInterrupt, so every `finally` on the way
     (the supervisor's, RUN_CMD's, the PDF extractor's) ends the processes it started."""
 
     def __init__(self, signum: int) -> None:
@@ -331,18 +331,21 @@ def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
 
-    handled = (signal.SIGINT, signal.SIGTERM) if threading.current_thread() is threading.main_thread() else ()
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) if threading.current_thread() is threading.main_thread() else ()
     previous = {signum: signal.signal(signum, _stop) for signum in handled}
     try:
         return run_command(args)
     except Stopped as exc:
         name = signal.Signals(exc.signum).name
         message = f"stopped by {name}; the script's worker and every process it started were ended"
-        print(f"fdsl: {message}", file=sys.stderr)
-        if getattr(args, "json", False):  # --json's one object, even now
-            print(json.dumps({"exit_code": 128 + exc.signum, "output": "", "error": {
-                "kind": "Stopped", "message": message, "line": None, "column": None, "text": f"Stopped: {message}"},
-                "figures": {}, "warnings": [], "layers": None}))
+        try:  # (after a SIGHUP the terminal may be gone)
+            print(f"fdsl: {message}", file=sys.stderr)
+            if getattr(args, "json", False):  # --json's one object, even now
+                print(json.dumps({"exit_code": 128 + exc.signum, "output": "", "error": {
+                    "kind": "Stopped", "message": message, "line": None, "column": None, "text": f"Stopped: {message}"},
+                    "figures": {}, "warnings": [], "layers": None}))
+        except OSError:
+            pass
         return 128 + exc.signum
     finally:
         for signum, handler in previous.items():

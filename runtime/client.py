@@ -66,6 +66,13 @@ def _leave(code: int) -> None:
 def run_through_server(argv: list[str]) -> int:
     directory, build = server_dir(), origin()
     request = {"t": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "build": build}
+    try:  # what the server can read: UTF-8 (the environment may hold other bytes), at most 1 MiB
+        size = len(frames.dumps(request).encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ServerUnavailable("the environment, arguments or directory hold bytes that are not UTF-8") from None
+    if size > frames.MAX_REQUEST_BYTES - 64 * 1024:
+        raise ServerUnavailable(f"the command's environment and arguments are too large to pass ({size:,} bytes)")
+    _open_standard_streams()
     fds = [0, 1, 2]
     try:
         fds.append(os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY))
@@ -73,8 +80,12 @@ def run_through_server(argv: list[str]) -> int:
         pass  # no terminal: approvals are refused, as in process
     for _ in range(2):
         sock = connect(directory, build)
-        ask(sock, request, fds)
-        answer = _wait(sock)
+        try:
+            ask(sock, request, fds)
+        except OSError as exc:  # nothing ran: the server closed the connection first
+            sock.close()
+            raise ServerUnavailable(f"the server did not take the request ({exc.strerror or exc})") from None
+        answer = _wait(sock, directory)
         if answer.get("t") != "stale":
             break
         _stop_stale(directory, sock)
@@ -88,16 +99,30 @@ def run_through_server(argv: list[str]) -> int:
     return 1
 
 
-def _wait(sock: _socket.socket) -> dict:
-    """The server's answer; meanwhile Ctrl-C, SIGTERM and SIGHUP go to the running command."""
+class _GaveUp(Exception):
+    pass
+
+
+SIGNAL_GRACE_S = 5  # a signal passed on that gets no answer this long: stop waiting
+
+
+def _wait(sock: _socket.socket, directory: str) -> dict:
+    """The server's answer; meanwhile Ctrl-C, SIGTERM and SIGHUP go to the running command. A
+    command stopped that way answers at once; if the server does not (it never took the run,
+    or hangs), the client stops waiting SIGNAL_GRACE_S later, or at a second signal."""
+    passed: list[int] = []
 
     def forward(signum, _frame):
+        if signum == _signal.SIGALRM or passed:
+            raise _GaveUp
+        passed.append(signum)
         try:
             sock.sendall(frames.encode({"t": "signal", "signal": signum}))
         except OSError:
             pass
+        _signal.alarm(SIGNAL_GRACE_S)
 
-    handled = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+    handled = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGALRM)
     previous = {signum: _signal.signal(signum, forward) for signum in handled}
     try:
         while True:
@@ -106,10 +131,33 @@ def _wait(sock: _socket.socket) -> dict:
                 return {"t": "lost"}
             if message.get("t") in ("exit", "stale", "refused"):
                 return message
+    except _GaveUp:
+        signum = passed[0]
+        name = {_signal.SIGINT: "SIGINT", _signal.SIGTERM: "SIGTERM", _signal.SIGHUP: "SIGHUP"}.get(signum, signum)
+        try:
+            print(f"fdsl: stopped waiting for the server's answer to {name} (its log: {directory}/server.log)",
+                  file=sys.stderr)
+        except OSError:
+            pass
+        return {"t": "exit", "code": 128 + signum}
     finally:
+        _signal.alarm(0)
         for signum, handler in previous.items():
             _signal.signal(signum, handler)
         sock.close()
+
+
+def _open_standard_streams() -> None:
+    """/dev/null in place of a closed standard descriptor, as the run in process would find it
+    missing: else the next file or socket opened would take its number, and be passed as it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open("/dev/null", os.O_RDONLY if fd == 0 else os.O_WRONLY)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
 
 
 if __name__ == "__main__":

@@ -83,10 +83,27 @@ def warm_compile() -> None:
         compile_script(source, filename="<warm-up>", lang=lang)
 
 
-def runner(sock: socket.socket) -> None:
+def end_with(server_pid: int) -> None:
+    """SIGTERM this runner when the server's process ends (PR_SET_PDEATHSIG: the server has one
+    thread, whose end is its process's): a run stops as on its client's SIGTERM (its worker's
+    group ended, exit 143) instead of writing on to a client that was told the server stopped;
+    an idle runner exits, and its waiting workers with it (their pipes' EOF)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != server_pid:  # it ended before the prctl
+        os._exit(0)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def runner(sock: socket.socket, server_pid: int) -> None:
     """A forked runner: start its worker, wait for a request, run it; exit, or, after a FilesDSL
     run (WarmRuns), say so to the server and wait for the same command line again."""
     signal.set_wakeup_fd(-1)  # the server's: its descriptor is closed below, and a number reused
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the server's handler: this runner ends
+    end_with(server_pid)
     code = 1
     warm = WarmRuns()
     try:
@@ -97,7 +114,6 @@ def runner(sock: socket.socket) -> None:
                     os.close(int(name))
                 except OSError:
                     pass
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         from runtime import cli, supervisor
 
         worker = supervisor.start_worker(preload=True)
@@ -121,9 +137,21 @@ def runner(sock: socket.socket) -> None:
             except (OSError, EOFError, protocol.ProtocolError):
                 code = 0
                 return
+    except KeyboardInterrupt:  # a Ctrl-C passed on before the run's own handler was in place
+        code = 128 + signal.SIGINT
+        _say("stopped by SIGINT")
+    except Exception as exc:  # noqa: BLE001 - said in one line (the client's stderr, or the server's log)
+        _say(f"the server's runner failed ({type(exc).__name__}); run with --no-server to see the error")
     finally:
         warm.close()
         os._exit(code)
+
+
+def _say(message: str) -> None:
+    try:
+        os.write(2, f"fdsl: {message}\n".encode())
+    except OSError:
+        pass
 
 
 def run_as_client(request: dict, fds: list[int]) -> int:
@@ -146,6 +174,7 @@ def run_as_client(request: dict, fds: list[int]) -> int:
     os.chdir(str(request.get("cwd") or "/"))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     try:
         code = cli.main([str(a) for a in request.get("argv") or []])
     except SystemExit as exc:  # argparse's usage errors and --help

@@ -49,6 +49,7 @@ TICK_SECONDS = 0.05  # how often the loop wakes to reap runners where pidfds are
 RUNNERS = 2  # forks of the warm server waiting, each with its worker started ahead
 WARM_RUNNERS = 2  # runners kept after a FilesDSL run, for the same command line again
 WARM_IDLE_SECONDS = 120.0  # a kept runner not used for this long exits (FDSL_SERVER_KEEP_SECONDS)
+REQUEST_SECONDS = 2.0  # a connection's whole request must arrive within this (a client sends it at once)
 
 
 class Server:
@@ -154,10 +155,11 @@ class Server:
     def fill(self) -> None:
         while len(self.ready) < RUNNERS:
             server_end, runner_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            server_pid = os.getpid()
             pid = os.fork()
             if pid == 0:
                 server_end.close()
-                runner(runner_end)  # never returns
+                runner(runner_end, server_pid)  # never returns
             runner_end.close()
             self.ready.append((pid, server_end))
             self.watch_exit(pid)
@@ -183,7 +185,11 @@ class Server:
                 send(conn, {"t": "refused", "msg": "this server serves only its own user"})
                 conn.close()
                 return
+            # A client sends its request as it connects: one that stalls (or never sends) is let
+            # go after REQUEST_SECONDS rather than holding up every other client.
+            conn.settimeout(REQUEST_SECONDS)
             request, fds = receive_request(conn)
+            conn.settimeout(None)
         except (OSError, EOFError, protocol.ProtocolError):
             conn.close()
             return
@@ -201,6 +207,8 @@ class Server:
         elif kind == "stop":
             send(conn, {"t": "stopping"})
             self.stopping = True
+        elif kind == "run" and not 3 <= len(fds) <= 4:
+            send(conn, {"t": "refused", "msg": "a run passes its standard streams (and terminal), and nothing else"})
         elif kind == "run" and not self.stopping and self.hand_over(conn, request, fds):
             return
         else:
@@ -390,6 +398,16 @@ def run_key(request: dict) -> tuple | None:
     return (str(request.get("cwd")), *argv[:at], "<script>" + Path(args.script).suffix, *argv[at + 1:])
 
 
+def keep_seconds(text: str | None) -> float:
+    """FDSL_SERVER_KEEP_SECONDS: from 0.1 to 3600 s; anything else (unset, not a number, NaN)
+    leaves the default."""
+    try:
+        keep = float(text) if text is not None else WARM_IDLE_SECONDS
+    except ValueError:
+        return WARM_IDLE_SECONDS
+    return min(max(keep, 0.1), 3600.0) if keep == keep else WARM_IDLE_SECONDS  # NaN != NaN
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m runtime.server")
     parser.add_argument("--dir", required=True)
@@ -397,10 +415,7 @@ def main() -> None:
     parser.add_argument("--since", type=float, help="when the client that starts it began (time.time())")
     args = parser.parse_args()
     global WARM_IDLE_SECONDS
-    try:
-        WARM_IDLE_SECONDS = min(max(float(os.environ.get("FDSL_SERVER_KEEP_SECONDS", WARM_IDLE_SECONDS)), 0.1), 3600.0)
-    except ValueError:
-        pass
+    WARM_IDLE_SECONDS = keep_seconds(os.environ.get("FDSL_SERVER_KEEP_SECONDS"))
     server = Server(Path(args.dir), args.build, args.since)
     server.warm_up()
     server.serve()

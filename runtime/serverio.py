@@ -6,6 +6,7 @@ them; the client's side is runtime/serverctl.py (standard library only).
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 
@@ -21,16 +22,31 @@ def peer_uid(conn: socket.socket) -> int:
 
 
 def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
-    """The request frame and the descriptors passed with it (SCM_RIGHTS)."""
-    data, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST_BYTES, MAX_FDS)
-    buffer = protocol.FrameBuffer(MAX_REQUEST_BYTES)
-    messages = buffer.feed(data)
-    while not messages:
-        more = conn.recv(MAX_REQUEST_BYTES)
-        if not more:
-            raise EOFError("the client closed the connection")
-        messages = buffer.feed(more)
-    return messages[0], fds
+    """The request frame and the descriptors passed with it (SCM_RIGHTS). A request that cannot
+    be read closes the descriptors it brought: none stays open in the server."""
+    data, fds, flags, _addr = socket.recv_fds(conn, MAX_REQUEST_BYTES, MAX_FDS)
+    try:
+        if flags & socket.MSG_CTRUNC:
+            raise protocol.ProtocolError(f"more than {MAX_FDS} descriptors were passed")
+        buffer = protocol.FrameBuffer(MAX_REQUEST_BYTES)
+        messages = buffer.feed(data)
+        while not messages:
+            more = conn.recv(MAX_REQUEST_BYTES)
+            if not more:
+                raise EOFError("the client closed the connection")
+            messages = buffer.feed(more)
+        return messages[0], fds
+    except BaseException:
+        close_all(fds)
+        raise
+
+
+def close_all(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def received(conn: socket.socket) -> list[dict] | None:

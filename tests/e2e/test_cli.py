@@ -205,10 +205,11 @@ def test_mounting_the_machines_root_is_warned_about():
             "(read-only)") in proc.stderr
 
 
-@pytest.mark.parametrize("signum,code", [(2, 130), (15, 143)])
-def test_sigint_and_sigterm_end_the_worker_with_one_line(tmp_path, signum, code):
-    """Ctrl-C (SIGINT) and SIGTERM: one line on stderr, exit 128 + the signal, and not one
-    process of the run left (the worker ran at 100% CPU as init's child before)."""
+@pytest.mark.parametrize("signum,code", [(2, 130), (15, 143), (1, 129)])
+def test_sigint_sigterm_and_sighup_end_the_worker_with_one_line(tmp_path, signum, code):
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed): one line on stderr, exit 128 +
+    the signal, and not one process of the run left (the worker ran at 100% CPU as init's child
+    before)."""
     import psutil
 
     path = script(tmp_path, "x = 0\nfor j in [1:1000000]:\n    for i in [1:1000000]:\n        x = x + i\n")
@@ -224,7 +225,7 @@ def test_sigint_and_sigterm_end_the_worker_with_one_line(tmp_path, signum, code)
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == code, err
-    name = "SIGINT" if signum == 2 else "SIGTERM"
+    name = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"}[signum]
     assert err == f"fdsl: stopped by {name}; the script's worker and every process it started were ended\n"
     gone, alive = psutil.wait_procs(started, timeout=5)
     assert not alive, alive

@@ -125,7 +125,7 @@ def _the_running_worker(directory) -> psutil.Process:
     raise AssertionError("no worker ran the script")
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_to_the_client_ends_the_script_and_its_worker(server_dir, tmp_path, signum, code):
     script = tmp_path / "spin.fdsl"
     script.write_text(CASES["timeout"][0])
@@ -399,3 +399,132 @@ def test_an_idle_server_sleeps_and_sigterm_still_stops_it(server_dir, tmp_path):
         assert time.monotonic() < deadline, "the server did not stop on SIGTERM"
         time.sleep(0.05)
     assert not (server_dir / "server.sock").exists()
+
+
+def test_keep_seconds_are_bounded_and_nan_is_the_default():
+    from runtime.server import WARM_IDLE_SECONDS, keep_seconds
+
+    assert [keep_seconds(v) for v in ("2", "0", "-5", "1e9", "inf")] == [2.0, 0.1, 0.1, 3600.0, 3600.0]
+    assert [keep_seconds(v) for v in (None, "abc", "nan", "-nan")] == [WARM_IDLE_SECONDS] * 4
+
+
+def _connect(directory) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(directory / "server.sock"))
+    return sock
+
+
+def test_a_request_the_server_cannot_read_leaves_none_of_its_descriptors_open(server_dir, tmp_path):
+    import json
+
+    from runtime.serverctl import origin
+
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path).stdout == "7\n"
+    pid = server_pid(server_dir)
+    before = sorted(os.listdir(f"/proc/{pid}/fd"))
+    r, w = os.pipe()
+    try:
+        for payload, fds in ((b"garbage", [r, w, r, w]), (b"\x00\x00\x00\x05\xff\xfe{}}", [r, w, r]),
+                             (b"\x00\x00\x00\x10{\"t\":", [r, w, r, w]),  # cut short: the client closes
+                             (b"\x00\x00\x00\x0b{\"t\":\"run\"}", [r, w, r, w, r])):  # more than four
+            sock = _connect(server_dir)
+            socket.send_fds(sock, [payload], fds)
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(30)
+            while sock.recv(4096):
+                pass
+            sock.close()
+        run = _connect(server_dir)  # a run that passes no streams is refused, its one descriptor closed
+        body = json.dumps({"t": "run", "argv": ["run", "x.fdsl"], "build": origin()}).encode()
+        socket.send_fds(run, [len(body).to_bytes(4, "big") + body], [r])
+        run.settimeout(30)
+        assert b"refused" in run.recv(4096)
+        run.close()
+    finally:
+        os.close(r)
+        os.close(w)
+    assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path).stdout == "7\n"
+    assert sorted(os.listdir(f"/proc/{pid}/fd")) == before and server_pid(server_dir) == pid
+
+
+def test_an_environment_the_server_cannot_read_runs_in_process_with_a_note(server_dir, tmp_path):
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    env = {os.fsencode(k): os.fsencode(v) for k, v in env_for(server_dir).items()}
+    for extra in ({b"X": b"caf\xe9"}, {f"BIG{i}".encode(): b"x" * 120_000 for i in range(10)}):
+        proc = subprocess.run([sys.executable, "-m", "runtime.client", "run", str(tmp_path / "s.fdsl"), "--root",
+                               str(tmp_path)], cwd=REPO, env={**env, **extra}, capture_output=True, timeout=120)
+        assert proc.returncode == 0 and proc.stdout == b"7\n", proc.stderr
+        assert proc.stderr.startswith(b"fdsl: running in process: the "), proc.stderr
+
+
+def test_a_stalled_connection_holds_up_no_other_client(server_dir, tmp_path):
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    fdsl(server_dir, "server", "start")
+    stalled = _connect(server_dir)
+    stalled.sendall(b"\x00\x00\x00\x10{\"t\":")  # a request begun, never finished
+    proc = subprocess.run([sys.executable, "-m", "runtime.client", "run", str(tmp_path / "s.fdsl"), "--root",
+                           str(tmp_path)], cwd=REPO, env=env_for(server_dir), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == "7\n", proc.stderr
+    stalled.settimeout(30)
+    assert stalled.recv(4096) == b""  # and the server let it go
+    stalled.close()
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_a_client_whose_server_never_answers_stops_waiting_after_a_signal(tmp_path, signals):
+    """A second signal stops waiting at once; one alone, SIGNAL_GRACE_S later."""
+    directory = tmp_path / "srv"
+    directory.mkdir(mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(directory / "server.sock"))
+    listener.listen()
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    client = subprocess.Popen([sys.executable, "-m", "runtime.client", "run", str(tmp_path / "s.fdsl"), "--root",
+                               str(tmp_path)], cwd=REPO, env=env_for(directory), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        listener.settimeout(30)
+        conn, _ = listener.accept()
+        conn.settimeout(30)
+        assert conn.recv(4)  # its request came: it waits for the answer that never comes
+        time.sleep(0.5)
+        for _ in range(signals):
+            client.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        _, err = client.communicate(timeout=30)
+        assert client.returncode == 130
+        assert err.startswith("fdsl: stopped waiting for the server's answer to SIGINT"), err
+    finally:
+        client.kill()
+        client.wait()
+        listener.close()
+
+
+def test_a_closed_standard_input_runs_as_in_process(server_dir, tmp_path):
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    for _ in range(2):  # the first starts the server, the second finds it running
+        proc = subprocess.run([sys.executable, "-m", "runtime.client", "run", str(tmp_path / "s.fdsl"), "--root",
+                               str(tmp_path)], cwd=REPO, env=env_for(server_dir), capture_output=True, text=True,
+                              timeout=60, preexec_fn=lambda: os.close(0))
+        assert proc.returncode == 0 and proc.stdout == "7\n" and proc.stderr == "", proc.stderr
+
+
+def test_a_run_ends_with_its_server(server_dir, tmp_path):
+    """The server killed mid-run (SIGKILL): its runner is told (PR_SET_PDEATHSIG) and stops the
+    run as on SIGTERM, so nothing goes on writing to a client told the server stopped."""
+    script = tmp_path / "spin.fdsl"
+    script.write_text(CASES["timeout"][0])
+    fdsl(server_dir, "server", "start")
+    client = subprocess.Popen([sys.executable, "-m", "runtime.client", "run", str(script), "--root", str(tmp_path),
+                               "--timeout", "60"], cwd=REPO, env=env_for(server_dir), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    worker = _the_running_worker(server_dir)
+    server = psutil.Process(server_pid(server_dir))
+    runner = [p for p in server.children() if worker.pid in {c.pid for c in p.children(recursive=True)}]
+    assert len(runner) == 1
+    server.kill()
+    _, err = client.communicate(timeout=30)
+    assert client.returncode == 1 and "the server stopped during the run" in err
+    gone, alive = psutil.wait_procs([worker, runner[0]], timeout=15)
+    assert not alive, alive
