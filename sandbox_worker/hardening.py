@@ -41,6 +41,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import select
 import struct
 import unicodedata  # noqa: F401 - compile() imports it lazily for non-ASCII identifiers: load it while we still can
 
@@ -130,8 +131,8 @@ def fork_pid_namespace(cpu_seconds: int | None) -> None:
         return
     if told is not None:
         os.close(_cpu_pipe)
-    for fd in (0, 1):  # the child alone holds the pipes: the broker's EOF is the child's
-        os.close(fd)
+    os.close(1)  # the child alone writes to the broker: the broker's EOF is the child's
+    _wait_or_end_with_the_broker(child)
     while True:
         try:
             _, status, usage = os.wait4(child, 0)
@@ -150,6 +151,40 @@ def fork_pid_namespace(cpu_seconds: int | None) -> None:
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _wait_or_end_with_the_broker(child: int) -> None:
+    """Return when the child has ended, or kill it if the broker has: the read end of its
+    requests' pipe (fd 0, kept here for this only) hangs up when the broker's process ends,
+    killed or crashed, and nothing else would stop a script that never asks it anything short
+    of its CPU limit (an orphan burning a core). Without pidfds (Linux < 5.3): wait only."""
+    try:
+        pidfd = os.pidfd_open(child)
+    except (OSError, AttributeError):
+        os.close(0)
+        return
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(0, 0)  # no event asked: only a hang-up (or error) is reported
+    while True:
+        try:
+            events = dict(poller.poll())
+        except InterruptedError:
+            continue
+        if pidfd in events:
+            break
+        if events.get(0, 0) & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+            # a child that reads its requests ends at the EOF by itself (a worker let go unused,
+            # or after its "end"): only one that does not, within the grace, is killed
+            poller.unregister(0)
+            if not poller.poll(ORPHAN_GRACE_MS):
+                os.kill(child, 9)
+            break
+    os.close(0)
+    os.close(pidfd)
+
+
+ORPHAN_GRACE_MS = 1000
 
 
 def set_name(name: bytes) -> None:
