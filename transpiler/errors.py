@@ -75,8 +75,10 @@ def format_error(kind: str, message: str, source: str, line: int | None, col: in
                      ^
 
     Tabs in the quoted line are shown as single spaces so that the caret (``col`` - 1 spaces
-    after the 4-space margin) stays under the character it points at. Without a line only the
-    first line is produced; a line outside the source gives the first two lines.
+    after the 4-space margin) stays under the character it points at. A line longer than
+    QUOTED_CHARS is quoted as that many characters around the column, each cut end shown as
+    "..." (a one-line script of 100,000 characters is not quoted whole, twice). Without a line
+    only the first line is produced; a line outside the source gives the first two lines.
     """
     head = f"{kind}: {message}"
     if line is None:
@@ -86,6 +88,15 @@ def format_error(kind: str, message: str, source: str, line: int | None, col: in
     out = [head, f"  at line {line}, column {col}"]
     text = _source_line(source, line)
     if text is not None:
-        out.append("    " + text.replace("\t", " "))
-        out.append("    " + " " * (col - 1) + "^")
+        text, caret = text.replace("\t", " "), col - 1
+        if len(text) > QUOTED_CHARS:
+            start = min(max(0, caret - QUOTED_CHARS // 2), max(0, len(text) - QUOTED_CHARS))
+            end = start + QUOTED_CHARS
+            shown = ("..." if start else "") + text[start:end] + ("..." if end < len(text) else "")
+            text, caret = shown, caret - start + (3 if start else 0)
+        out.append("    " + text)
+        out.append("    " + " " * caret + "^")
     return "\n".join(out)
+
+
+QUOTED_CHARS = 160

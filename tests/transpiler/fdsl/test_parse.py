@@ -210,6 +210,18 @@ def test_format_error_exact():
     ]
 
 
+def test_a_long_line_is_quoted_around_its_column_with_the_caret_under_it():
+    from transpiler.errors import QUOTED_CHARS
+
+    line = "".join(chr(ord("a") + i % 26) for i in range(100_000))
+    for col in (1, 5, 150, 50_000, 99_990, 100_000):
+        quoted, caret = format_error("SyntaxError", "m", line + "\n", 1, col).splitlines()[2:]
+        assert len(quoted) <= 4 + 3 + QUOTED_CHARS + 3
+        assert quoted[len(caret) - 1] == line[col - 1] and caret.strip() == "^"
+        assert quoted.startswith("    ...") == (col > QUOTED_CHARS // 2 + 1)
+        assert quoted.endswith("...") == (col < 100_000 - QUOTED_CHARS // 2)
+
+
 def test_dslerror_format_matches_parse():
     src = "x = 1\n\nfor f in d:\n    print(x))\n"
     with pytest.raises(DSLError) as e:
