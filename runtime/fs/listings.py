@@ -27,6 +27,10 @@ class Listings:
         if len(seen) < MAX_UNNAMABLE_KEPT:
             seen[repr(os.fsencode(vpath))[2:-1]] = None  # the name's bytes, escaped
 
+    def forget_listing_warnings(self) -> None:
+        """Start a new call's warnings (the agent tools keep one VirtualFS for all their calls)."""
+        self.__dict__.pop("unnamable", None)
+
     def listing_warnings(self) -> list[str]:
         """What listings and searches left out: names no script path can spell."""
         seen = self.__dict__.get("unnamable") or {}

@@ -137,23 +137,27 @@ def split_glob(glob: str | None) -> tuple[str, str | None]:
 
 def tool_glob(service: FilesService, glob: str | None, under: str) -> str | None:
     """A glob as a model writes it, as the tools match it: "/docs/*.md" and "./docs/*.md" are
-    "docs/*.md" (globs are relative: to the root for grep, to `path` for find); a plain name of
+    "docs/*.md" (globs are relative: to the root for grep, to `path` for find), "docs//a.md" and
+    "docs/./a.md" are "docs/a.md", and ".." is refused (it could match nothing); a plain name of
     a directory ("docs") means everything under it; braces, which are not expanded here, are
     refused rather than matching nothing. None (or nothing left): every file."""
     if glob is None:
         return None
-    shown, glob = glob, glob
-    while glob.startswith(("./", "/")):
-        glob = glob[2:] if glob.startswith("./") else glob[1:]
+    shown = glob
     if "{" in glob or "}" in glob:
         raise ToolError("UsageError", f"glob {_shown(shown)}: braces ({{a,b}}) are not expanded here; "
                                       "make one call per alternative")
-    if not glob or glob == ".":
+    parts = [part for part in glob.split("/") if part not in ("", ".")]  # "a//b", "a/./b", "a/"
+    if ".." in parts:
+        raise ToolError("UsageError", f"glob {_shown(shown)}: '..' matches nothing: globs match paths below "
+                                      "the directory searched")
+    glob = "/".join(parts)
+    if not glob:
         return None
     if not set(glob) & set("*?["):
         try:
             service.vfs.resolve_dir(f"{under.rstrip('/')}/{glob}")
-            return glob.rstrip("/") + "/**"
+            return glob + "/**"
         except ScriptError:
             pass  # not a directory: the glob names a file
     return glob
@@ -227,6 +231,7 @@ class Tools:
     def _service(self) -> FilesService:
         deadline = time.monotonic() + self.call_timeout
         self.store.begin_run(deadline)  # the call's deadline, its own damaged-PDF warnings, an extractor with CPU left
+        self.vfs.forget_listing_warnings()  # and its own names left out
         return FilesService(self.vfs, self.store, deadline=deadline, index=self.index)
 
     def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
@@ -269,7 +274,11 @@ class Tools:
 
     def _find(self, glob: str, path: str, max_results: int) -> str:
         service = self._service()
-        return _page(service, service.find_entries(path, tool_glob(service, glob, path) or "**"), 0, max_results)
+        # walked from the glob's leading directories, as grep is: a directory symlink the glob
+        # names is searched through, where a walk from `path` lists it and never enters it
+        start, rest = split_glob(tool_glob(service, glob, path) or "**")
+        where = path if start == "/" else path.rstrip("/") + start
+        return _page(service, service.find_entries(where, rest), 0, max_results)
 
     def _run_fdsl(self, script: str, timeout: int) -> str:
         result = self._session().run(script, filename="<run_fdsl>", timeout=timeout)

@@ -204,11 +204,8 @@ def test_ls_and_find_page_and_say_when_cut(tools):
     ("ls", {"path": ".."}), ("find", {"glob": "*", "path": "../.."}), ("grep", {"pattern": "CANARY", "glob": "../*"}),
 ])
 def test_the_policy_refuses_what_is_outside_the_root_without_naming_the_host(tools, name, params):
-    text = error(tools, name, params) if name != "grep" else call(tools, name, params)
-    if name == "grep":
-        assert json.loads(text)["results"] == []
-    else:
-        assert text.startswith(("SandboxError:", "RuntimeError:"))
+    text = error(tools, name, params)  # (a glob with '..' could match nothing: refused as such)
+    assert text.startswith(("SandboxError:", "RuntimeError:") if name != "grep" else "UsageError: glob '../*': '..'")
 
 
 def test_an_unexpected_failure_is_named_by_its_type_only(tools, monkeypatch, root):
@@ -364,3 +361,31 @@ def test_a_listing_says_what_it_left_out(root, tools):
     assert "odd\x1bname.md" not in [e["name"] for e in out["entries"]]
     assert out["warnings"] == ["1 entry was left out of listings and searches: their names hold control "
                                "characters or bytes that are not UTF-8, so no path can name them (odd\\x1bname.md)"]
+
+
+def test_find_and_grep_search_through_a_directory_symlink_the_glob_names(tools, root):
+    (root / "links").mkdir()
+    (root / "links" / "bill").symlink_to("../billing")
+    for params in ({"glob": "bill", "path": "links"}, {"glob": "links/bill"}, {"glob": "links/bill/*.md"}):
+        found = json.loads(call(tools, "find", params))["entries"]
+        assert [e["path"] for e in found if e["type"] == "file"] == ["links/bill/refunds.md"] + \
+            (["links/bill/sub/deep.md"] if "*" not in params["glob"] else []), params
+    hits = json.loads(call(tools, "grep", {"pattern": "refund here", "glob": "links/bill"}))["results"]
+    assert [h["path"] for h in hits] == ["links/bill/sub/deep.md"]
+
+
+@pytest.mark.parametrize("glob", ["billing//refunds.md", "billing/./refunds.md", "./billing/refunds.md",
+                                  "/billing//./refunds.md"])
+def test_a_glob_written_loosely_matches_what_it_names(tools, glob):
+    assert [h["path"] for h in json.loads(call(tools, "grep", {"pattern": "5 days", "glob": glob}))["results"]] \
+        == ["billing/refunds.md"]
+    assert [e["path"] for e in json.loads(call(tools, "find", {"glob": glob}))["entries"]] == ["billing/refunds.md"]
+
+
+def test_a_call_warns_only_of_the_names_it_left_out(tools, root):
+    (root / "odd").mkdir()
+    (root / "odd" / "new\nline.txt").write_text("x\n")
+    assert "warnings" in json.loads(call(tools, "ls", {"path": "odd"}))
+    assert "warnings" not in json.loads(call(tools, "ls", {"path": "billing"}))
+    assert "warnings" not in json.loads(call(tools, "grep", {"pattern": "refund", "glob": "billing/**"}))
+    assert "warnings" in json.loads(call(tools, "grep", {"pattern": "refund"}))  # this walk met it again
