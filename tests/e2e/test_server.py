@@ -422,8 +422,8 @@ def test_a_request_the_server_cannot_read_leaves_none_of_its_descriptors_open(se
     (tmp_path / "s.fdsl").write_text("print(7)\n")
     assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path).stdout == "7\n"
     pid = server_pid(server_dir)
-    before = sorted(os.listdir(f"/proc/{pid}/fd"))
     r, w = os.pipe()
+    ours = f"pipe:[{os.fstat(r).st_ino}]"  # what /proc shows for a descriptor of this pipe
     try:
         for payload, fds in ((b"garbage", [r, w, r, w]), (b"\x00\x00\x00\x05\xff\xfe{}}", [r, w, r]),
                              (b"\x00\x00\x00\x10{\"t\":", [r, w, r, w]),  # cut short: the client closes
@@ -441,11 +441,19 @@ def test_a_request_the_server_cannot_read_leaves_none_of_its_descriptors_open(se
         run.settimeout(30)
         assert b"refused" in run.recv(4096)
         run.close()
+        assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path).stdout == "7\n"
+        held = [n for n in os.listdir(f"/proc/{pid}/fd") if _link(f"/proc/{pid}/fd/{n}") == ours]
+        assert held == [] and server_pid(server_dir) == pid
     finally:
         os.close(r)
         os.close(w)
-    assert fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path).stdout == "7\n"
-    assert sorted(os.listdir(f"/proc/{pid}/fd")) == before and server_pid(server_dir) == pid
+
+
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
 
 
 def test_an_environment_the_server_cannot_read_runs_in_process_with_a_note(server_dir, tmp_path):
