@@ -100,14 +100,19 @@ def run_script(
 
 
 def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation: str, approve, options,
-            on_output, sandbox_of, shared: dict | None = None, take_worker=None, retire_worker=None) -> RunResult:
+            on_output, sandbox_of, shared: dict | None = None, take_worker=None, retire_worker=None,
+            return_worker=None) -> RunResult:
     """One run of checked arguments: compile, build the handlers over `sandbox_of()`, run the
     worker (`take_worker()`'s, started ahead and sent its start frame already, or a new one;
-    `retire_worker` reaps it later), locate the failure. `shared`:
-    what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
+    `retire_worker` reaps it later, `return_worker` takes it back unused), locate the failure.
+    `shared`: what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
-    emitted = _compile(source, filename, lang, wall_started, shared)
+    proc = _warmed(take_worker(), shared, (lang, filename, source)) if take_worker is not None else None
+    compile_started = time.monotonic()
+    emitted = _compile(source, filename, lang, compile_started, shared)
     if isinstance(emitted, RunResult):
+        if proc is not None:
+            return_worker(proc)
         return emitted
     transpiled = time.monotonic()
     deadline = time.monotonic() + limits.timeout
@@ -115,7 +120,9 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
         handlers = LANGUAGE_RUNS[lang](sandbox_of(), approve=approve, limits=limits, deadline=deadline,
                                        isolation=isolation, options=dict(options or {}), shared=shared)
     except (RunSetupError, SandboxConfigError) as exc:
-        return _usage(exc, transpiled - wall_started)
+        if proc is not None:
+            return_worker(proc)
+        return _usage(exc, transpiled - compile_started)
     chunks: list[str] = []
 
     def collect(text: str) -> None:
@@ -125,16 +132,28 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
 
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
-                             lang=lang, isolation=isolation, proc=take_worker() if take_worker else None,
-                             retire=retire_worker, primed=take_worker is not None)
+                             lang=lang, isolation=isolation, proc=proc, retire=retire_worker, primed=proc is not None)
     finally:
         handlers.close()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,
-                       figures=_figures(outcome, transpiled - wall_started, wall_started))
+                       figures=_figures(outcome, transpiled - compile_started, wall_started))
     if outcome.status != "ok":
         _locate_failure(result, outcome, emitted, source)
     handlers.finish(result)
     return result
+
+
+def _warmed(proc, shared: dict | None, script: tuple[str, str, str]):
+    """A worker taken before its script is compiled, told to warm its own compile path meanwhile
+    (a "warm" frame: the two run on two cores); not when the script is compiled already, as
+    the code then follows at once."""
+    compiled = shared.get("compiled") if shared is not None else None
+    if compiled is None or script not in compiled.entries:
+        try:
+            protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
+        except OSError:  # it died meanwhile: the run finds out, as with any dead worker
+            pass
+    return proc
 
 
 def _check_arguments(lang, isolation, options, limits: Limits) -> None:

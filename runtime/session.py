@@ -99,6 +99,15 @@ class WorkerPool:
         for proc in retired:
             _collect(proc)
 
+    def give_back(self, proc) -> None:
+        """A worker taken for a run that did not start (its script did not compile): it has run
+        nothing (a "warm" frame compiles a fixed line), so it is the next run's."""
+        with self.lock:
+            if not self.closed:
+                self.ready.insert(0, proc)
+                return
+        _discard(proc)
+
     def take(self):
         proc = None
         with self.lock:
@@ -240,7 +249,8 @@ class Session:
                                approve=self.approve, options=options, on_output=on_output,
                                sandbox_of=lambda: self.sandbox, shared=self.shared,
                                take_worker=self.pool.take if self.pool is not None else None,
-                               retire_worker=self.pool.retire if self.pool is not None else None)
+                               retire_worker=self.pool.retire if self.pool is not None else None,
+                               return_worker=self.pool.give_back if self.pool is not None else None)
         finally:
             self.upkeep.after_run()
 

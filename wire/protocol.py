@@ -13,6 +13,11 @@ Messages (each a JSON object with a "t" field):
                       "lang": one of LANGUAGES,                       to import before hardening; not
                                                                       for a worker started ahead
                       "layers": [str, ...]}                           optional, tests and audits only
+                     {"t": "warm"}                                    before the code, any number: a
+                                                                      run took the worker and compiles
+                                                                      its script meanwhile (the worker
+                                                                      compiles a fixed line, warming
+                                                                      its compile path on its core)
                      {"t": "code", "code": str,                       second frame, once: the script
                       "lang": one of LANGUAGES,                       (a session's pool sends the start
                       "mode": "restricted" | "os"}                    ahead, the code when a run takes

@@ -127,10 +127,21 @@ def test_a_waiting_worker_killed_from_outside_is_replaced(docs):
 
 
 def test_a_script_that_does_not_compile_leaves_the_worker_waiting(docs):
+    """A run takes its worker (and has it warm its compile path) before compiling: one whose
+    script does not compile gives it back unused, and the next run's script runs in it."""
     with Session(root=str(docs), timeout=30, workers=1) as session:
         first = waiting(session)[0].pid
         assert session.run("print(\n").exit_code == 1
+        assert session.run("print(\n").exit_code == 1
         assert session.pool.ready[0].pid == first
+        taken, take = [], session.pool.take
+
+        def recorded():
+            taken.append(take())
+            return taken[-1]
+
+        session.pool.take = recorded
+        assert session.run("print(3)\n").output == "3\n" and [p.pid for p in taken] == [first]
 
 
 def test_a_waiting_worker_has_applied_the_sessions_limits_before_any_run(docs):

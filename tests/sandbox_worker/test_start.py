@@ -40,6 +40,19 @@ def test_a_primed_worker_is_ready_before_its_code_and_then_runs_it():
     assert ended(proc) == (0, b"")
 
 
+def test_a_primed_worker_warms_up_as_often_as_told_then_runs_its_code():
+    proc = start_worker(preload=True)
+    prime(proc, LIMITS, "best")
+    assert frame_within(proc)["t"] == "ready"
+    for _ in range(3):  # the broker compiles the script meanwhile: nothing comes back
+        protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
+    protocol.write_frame(proc.stdin.fileno(), {"t": "code", "code": 'print("hi")\n', "lang": "fdsl", "mode": "restricted"})
+    assert frame_within(proc) == {"t": "out", "s": "hi\n"}
+    assert frame_within(proc) == {"t": "end", "ok": True}
+    proc.stdin.close()
+    assert ended(proc) == (0, b"")
+
+
 def test_a_worker_let_go_before_its_code_exits_having_run_nothing():
     proc = start_worker(preload=True)
     prime(proc, LIMITS, "best")
