@@ -19,7 +19,7 @@ from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
-from runtime.supervisor import Limits, run_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, run_worker, start_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
@@ -107,7 +107,11 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     `retire_worker` reaps it later, `return_worker` takes it back unused), locate the failure.
     `shared`: what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
-    proc = _warmed(take_worker(), shared, (lang, filename, source)) if take_worker is not None else None
+    if take_worker is not None:
+        proc = _warmed(take_worker(), shared, (lang, filename, source))
+    else:  # a one-shot run's worker starts (imports, hardens) on another core while the script compiles
+        proc = _started_ahead(limits, isolation, lang)
+        return_worker = _discard
     compile_started = time.monotonic()
     emitted = _compile(source, filename, lang, compile_started, shared)
     if isinstance(emitted, RunResult):
@@ -132,7 +136,8 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
 
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
-                             lang=lang, isolation=isolation, proc=proc, retire=retire_worker, primed=proc is not None)
+                             lang=lang, isolation=isolation, proc=proc, retire=retire_worker if take_worker else None,
+                             primed=proc is not None)
     finally:
         handlers.close()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,
@@ -141,6 +146,22 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
         _locate_failure(result, outcome, emitted, source)
     handlers.finish(result)
     return result
+
+
+def _started_ahead(limits: Limits, isolation: str, lang: str):
+    """A new worker, sent its start frame: None when this process started one ahead already
+    (a server runner's, which run_worker takes)."""
+    if PRESTARTED:
+        return None
+    proc = start_worker()
+    prime(proc, limits, isolation, lang)
+    return proc
+
+
+def _discard(proc) -> None:
+    """A worker whose run did not start: ended, and reaped before the result returns."""
+    kill_group(proc.pid)
+    _collect(proc)
 
 
 def _warmed(proc, shared: dict | None, script: tuple[str, str, str]):

@@ -356,13 +356,14 @@ def start_frame(limits: Limits, isolation: str, layers: frozenset[str] | None = 
     return frame
 
 
-def prime(proc: subprocess.Popen, limits: Limits, isolation: str) -> None:
+def prime(proc: subprocess.Popen, limits: Limits, isolation: str, lang: str | None = None) -> None:
     """Send a worker started ahead its start frame while it waits (a session's pool knows its
     runs' limits): it applies them and reports ready then, off any run's path, and a run sends it
     its code only (run_worker(..., primed=True)). One small frame into an empty pipe: the write
-    never waits."""
+    never waits. `lang`: for a worker started fresh (not `preload`), the one language it imports
+    before it hardens (a one-shot run's, started while its script compiles)."""
     try:
-        protocol.write_frame(proc.stdin.fileno(), start_frame(limits, isolation))
+        protocol.write_frame(proc.stdin.fileno(), start_frame(limits, isolation, lang=lang))
     except OSError:  # it died meanwhile (killed from outside): the pool's take() skips it
         pass
 

@@ -81,3 +81,14 @@ def test_every_bad_argument_is_a_usage_error_naming_it(tmp_path, arguments, mess
     r = run_script("print(1)\n", root=str(tmp_path), **arguments)
     assert (r.exit_code, r.error_kind, r.output) == (EXIT_USAGE, "UsageError", "")
     assert r.error == f"UsageError: {message}"
+
+
+@pytest.mark.parametrize("source, kind", [("print(\n", "SyntaxError"), ("print(1)\n", None)])
+def test_a_one_shot_runs_worker_started_while_it_compiles_is_gone_when_it_returns(tmp_path, source, kind):
+    """The worker starts (imports, hardens) on another core while the script compiles; when the
+    script does not compile it is ended and reaped before the result returns, as after a run."""
+    import psutil
+
+    result = run_script(source, root=str(tmp_path), timeout=30)
+    assert result.error_kind == kind and result.output == ("1\n" if kind is None else "")
+    assert [p for p in psutil.Process().children(recursive=True) if p.name() == "fdsl-worker"] == []
