@@ -38,13 +38,14 @@ def deep_stack(frames: int = transpiler.STACK_FRAMES):
 
 
 class UserParserCache:
-    """Built parsers (lark pickles them) in a directory only this user can write.
+    """Built parsers (lark pickles them), or other derived tables (`kind`), in a directory only
+    this user can write.
 
     Never the shared temp directory: another local user could plant a pickle there. Any doubt
     about the directory means no cache, which only costs start-up time."""
 
-    def __init__(self, folder: str | None = None) -> None:
-        self._folder = folder
+    def __init__(self, folder: str | None = None, kind: str = "parser") -> None:
+        self._folder, self.kind = folder, kind
 
     @property
     def folder(self) -> str:
@@ -62,7 +63,7 @@ class UserParserCache:
         return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
     def _path(self, key: str) -> str:
-        return os.path.join(self.folder, f"parser-{key}.lark-cache")
+        return os.path.join(self.folder, f"{self.kind}-{key}.lark-cache" if self.kind == "parser" else f"{self.kind}-{key}")
 
     def load(self, key: str) -> bytes | None:
         if not self._private():

@@ -80,6 +80,10 @@ class Server:
         compile_client()
         runtime.cli.build_parser()  # the command line's parser, built once for every runner (~10 ms)
         warm_compile()
+        from runtime.index import fold
+
+        if fold.kept_table() is not None:  # the index's case table, when a run has built it before
+            fold.fold_table()
         import gc
 
         gc.freeze()  # what is here now stays put: the runners' garbage collection never touches (copies) it

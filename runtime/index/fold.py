@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import _sre
 import functools
+import json
 import re
 import warnings
 from re import _casefix, _parser
@@ -38,7 +39,53 @@ def _single(text: str) -> str | None:
 
 @functools.cache
 def fold_table() -> dict[int, int]:
-    """Code point -> the representative of its case class, for characters it changes."""
+    """Code point -> the representative of its case class, for characters it changes. Building
+    it walks every cased code point (0.5 s): it is kept in the user's private cache directory
+    under what it derives from, and read from there (1 ms) by every later process."""
+    table = kept_table()
+    if table is None:
+        table = build_fold_table()
+        _cache().store(_table_key(), json.dumps(sorted(table.items())).encode())
+    return table
+
+
+def kept_table() -> dict[int, int] | None:
+    """The table from the user's cache, if it holds one made from what this one would be."""
+    kept = _cache().load(_table_key())
+    if kept is None:
+        return None
+    try:
+        table = {int(cp): rep for cp, rep in json.loads(kept)}
+    except (ValueError, TypeError):
+        return None  # damaged: built again
+    if not all(type(rep) is int and 0 <= cp < 0x110000 and 0 <= rep < 0x110000 for cp, rep in table.items()):
+        return None
+    return table
+
+
+def _cache():
+    from runtime.compile import UserParserCache
+
+    return UserParserCache(kind="fold")
+
+
+@functools.cache
+def _table_key() -> str:
+    """What the table derives from: this module's code, the interpreter's Unicode data, `regex`."""
+    import hashlib
+    import sys
+    import unicodedata
+
+    import regex
+
+    with open(__file__, "rb") as source:
+        code = source.read()
+    versions = f"{sys.version}|{unicodedata.unidata_version}|{getattr(regex, '__version__', '?')}|{complete_for_case()}"
+    return hashlib.sha256(code + versions.encode()).hexdigest()[:24] + ".json"
+
+
+def build_fold_table() -> dict[int, int]:
+    """fold_table() made from the case tables themselves."""
     parent: dict[str, str] = {}
 
     def find(c: str) -> str:

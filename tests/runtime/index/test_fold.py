@@ -88,3 +88,26 @@ def test_required_literals():
     assert required_literals("(abc)*") is None
     assert required_literals("[unclosed") is None
     assert required_literals(r"(?=abc)\w") is None
+
+
+def test_the_table_is_built_once_per_machine_and_read_back_whole(tmp_path, monkeypatch):
+    """fold_table() keeps what it built in the user's private cache; a later process reads it
+    (a damaged file is built again), keyed by what it derives from."""
+    from runtime.index import fold as fold_module
+
+    built = fold_module.build_fold_table()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    try:
+        fold_table.cache_clear()
+        assert fold_table() == built
+        (kept,) = (tmp_path / "filesdsl").glob("fold-*.json")
+        fold_table.cache_clear()
+        monkeypatch.setattr(fold_module, "build_fold_table", lambda: pytest.fail("built again"))
+        assert fold_table() == built  # read back
+        for damage in (b"not json", b"[[1, -5]]", b'[["a", 2]]'):
+            kept.write_bytes(damage)
+            fold_table.cache_clear()
+            monkeypatch.setattr(fold_module, "build_fold_table", lambda: built)
+            assert fold_table() == built and kept.read_bytes() != damage  # built again, and kept
+    finally:
+        fold_table.cache_clear()
