@@ -113,20 +113,22 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
         proc = _started_ahead(limits, isolation, lang)
         return_worker = _discard
     compile_started = time.monotonic()
-    emitted = _compile(source, filename, lang, compile_started, shared)
-    if isinstance(emitted, RunResult):
-        if proc is not None:
+    started = False
+    try:  # until run_worker owns the worker: one whose run does not start is given back (or ended)
+        emitted = _compile(source, filename, lang, compile_started, shared)
+        if isinstance(emitted, RunResult):
+            return emitted
+        transpiled = time.monotonic()
+        deadline = time.monotonic() + limits.timeout
+        try:
+            handlers = LANGUAGE_RUNS[lang](sandbox_of(), approve=approve, limits=limits, deadline=deadline,
+                                           isolation=isolation, options=dict(options or {}), shared=shared)
+        except (RunSetupError, SandboxConfigError) as exc:
+            return _usage(exc, transpiled - compile_started)
+        started = True
+    finally:
+        if proc is not None and not started:
             return_worker(proc)
-        return emitted
-    transpiled = time.monotonic()
-    deadline = time.monotonic() + limits.timeout
-    try:
-        handlers = LANGUAGE_RUNS[lang](sandbox_of(), approve=approve, limits=limits, deadline=deadline,
-                                       isolation=isolation, options=dict(options or {}), shared=shared)
-    except (RunSetupError, SandboxConfigError) as exc:
-        if proc is not None:
-            return_worker(proc)
-        return _usage(exc, transpiled - compile_started)
     chunks: list[str] = []
 
     def collect(text: str) -> None:
