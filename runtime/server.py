@@ -40,7 +40,7 @@ from pathlib import Path
 
 from runtime.runner import runner, warm_compile
 from runtime.serverctl import ROOT
-from runtime.serverio import peer_uid, receive_request, received, send
+from runtime.serverio import close_all, peer_uid, receive_request, received, send
 from runtime.staleness import SourceWatch
 from wire import protocol
 
@@ -217,8 +217,7 @@ class Server:
             return
         else:
             send(conn, {"t": "refused", "msg": f"cannot serve {str(kind)[:40]!r} now"})
-        for fd in fds:
-            os.close(fd)
+        close_all(fds)
         conn.close()
 
     def hand_over(self, conn: socket.socket, request: dict, fds: list[int]) -> bool:
@@ -241,8 +240,7 @@ class Server:
                 self.let_go(pid, sock)
                 continue
             break
-        for fd in fds:
-            os.close(fd)
+        close_all(fds)
         self.served += 1
         self.children[pid] = conn
         self.runs[pid] = (sock, key)
