@@ -67,11 +67,11 @@ def run_through_server(argv: list[str]) -> int:
     directory, build = server_dir(), origin()
     request = {"t": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "build": build}
     try:  # what the server can read: UTF-8 (the environment may hold other bytes), at most 1 MiB
-        size = len(frames.dumps(request).encode("utf-8"))
+        frame = frames.encode(request, errors="strict")
     except UnicodeEncodeError:
         raise ServerUnavailable("the environment, arguments or directory hold bytes that are not UTF-8") from None
-    if size > frames.MAX_REQUEST_BYTES - 64 * 1024:
-        raise ServerUnavailable(f"the command's environment and arguments are too large to pass ({size:,} bytes)")
+    if len(frame) > frames.MAX_REQUEST_BYTES - 64 * 1024:
+        raise ServerUnavailable(f"the command's environment and arguments are too large to pass ({len(frame):,} bytes)")
     _open_standard_streams()
     fds = [0, 1, 2]
     try:
@@ -81,7 +81,7 @@ def run_through_server(argv: list[str]) -> int:
     for _ in range(2):
         sock = connect(directory, build)
         try:
-            ask(sock, request, fds)
+            ask(sock, frame, fds)
         except OSError as exc:  # nothing ran: the server closed the connection first
             sock.close()
             raise ServerUnavailable(f"the server did not take the request ({exc.strerror or exc})") from None

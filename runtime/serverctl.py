@@ -102,10 +102,11 @@ def _start(directory: str, build: str) -> None:
     log.close()
 
 
-def ask(sock: _socket.socket, message: dict, fds: list[int] = ()) -> None:
-    """A request, with descriptors passed along (SCM_RIGHTS) when `fds` names some."""
+def ask(sock: _socket.socket, message: dict | bytes, fds: list[int] = ()) -> None:
+    """A request (a message, or its frame encoded already), with descriptors passed along
+    (SCM_RIGHTS) when `fds` names some."""
     ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _struct.pack(f"{len(fds)}i", *fds))] if fds else []
-    data = frames.encode(message)
+    data = message if isinstance(message, bytes) else frames.encode(message)
     sent = sock.sendmsg([data], ancillary)
     if sent < len(data):
         sock.sendall(data[sent:])

@@ -70,8 +70,10 @@ def loads(text: str):
     return value
 
 
-def encode(message: dict) -> bytes:
-    payload = dumps(message).encode("utf-8", "surrogatepass")
+def encode(message: dict, errors: str = "surrogatepass") -> bytes:
+    """The frame of `message`; `errors="strict"`: UnicodeEncodeError for a lone surrogate (what
+    decode() refuses), as a client checks what it is about to send."""
+    payload = dumps(message).encode("utf-8", errors)
     return HEADER.pack(len(payload)) + payload
 
 
