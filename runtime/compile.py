@@ -44,8 +44,8 @@ class UserParserCache:
     Never the shared temp directory: another local user could plant a pickle there. Any doubt
     about the directory means no cache, which only costs start-up time."""
 
-    def __init__(self, folder: str | None = None, kind: str = "parser") -> None:
-        self._folder, self.kind = folder, kind
+    def __init__(self, folder: str | None = None, kind: str = "parser", suffix: str = ".lark-cache") -> None:
+        self._folder, self.kind, self.suffix = folder, kind, suffix
 
     @property
     def folder(self) -> str:
@@ -63,7 +63,7 @@ class UserParserCache:
         return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
     def _path(self, key: str) -> str:
-        return os.path.join(self.folder, f"{self.kind}-{key}.lark-cache" if self.kind == "parser" else f"{self.kind}-{key}")
+        return os.path.join(self.folder, f"{self.kind}-{key}{self.suffix}")
 
     def load(self, key: str) -> bytes | None:
         if not self._private():

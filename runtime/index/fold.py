@@ -66,7 +66,7 @@ def kept_table() -> dict[int, int] | None:
 def _cache():
     from runtime.compile import UserParserCache
 
-    return UserParserCache(kind="fold")
+    return UserParserCache(kind="fold", suffix=".json")
 
 
 @functools.cache
@@ -81,7 +81,7 @@ def _table_key() -> str:
     with open(__file__, "rb") as source:
         code = source.read()
     versions = f"{sys.version}|{unicodedata.unidata_version}|{getattr(regex, '__version__', '?')}|{complete_for_case()}"
-    return hashlib.sha256(code + versions.encode()).hexdigest()[:24] + ".json"
+    return hashlib.sha256(code + versions.encode()).hexdigest()[:24]
 
 
 def build_fold_table() -> dict[int, int]:
@@ -155,6 +155,7 @@ def complete_for_case() -> bool:
     return _engine_all_cases() is not None
 
 
+@functools.cache
 def fold_digest() -> str:
     """What a stored index records of the fold it was built with: an index built under other
     case tables (another Python, another `regex`) folds some characters otherwise."""
