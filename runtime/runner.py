@@ -16,6 +16,7 @@ from runtime.serverio import receive_request, send
 from wire import protocol
 
 DEFAULT_TTY = "/dev/tty"
+PR_SET_PDEATHSIG = 1
 
 
 def sandbox_signature(sandbox) -> tuple | None:
@@ -93,9 +94,6 @@ def end_with(server_pid: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != server_pid:  # it ended before the prctl
         os._exit(0)
-
-
-PR_SET_PDEATHSIG = 1
 
 
 def runner(sock: socket.socket, server_pid: int) -> None:

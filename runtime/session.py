@@ -238,10 +238,14 @@ class Session:
             return _usage(RunSetupError(f"lang must be one of {', '.join(map(repr, LANGUAGE_RUNS))}, not {lang!r}"), 0.0)
         limits = self.limits
         if timeout is not None:
-            if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0.001 <= timeout <= limits.timeout):
-                return _usage(RunSetupError(f"timeout must be a number of seconds from 0.001 to the session's "
-                                            f"{limits.timeout:g}, not {timeout!r}"), 0.0)
-            limits = replace(limits, timeout=float(timeout))
+            limits = replace(limits, timeout=timeout)
+            try:
+                limits.check()
+                if timeout > self.limits.timeout:
+                    raise RunSetupError(f"timeout must be a number of seconds up to the session's "
+                                        f"{self.limits.timeout:g}, not {timeout!r}")
+            except RunSetupError as exc:
+                return _usage(exc, 0.0)
         options = self.options if lang == "ps" else {}
         try:
             with self.upkeep.lock:  # the index does not learn while a run searches it
