@@ -125,15 +125,20 @@ def _the_running_worker(directory) -> psutil.Process:
     raise AssertionError("no worker ran the script")
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
-def test_a_signal_to_the_client_ends_the_script_and_its_worker(server_dir, tmp_path, signum, code):
+def _spinning(server_dir, tmp_path) -> tuple[subprocess.Popen, psutil.Process]:
+    """A client whose script spins through the server, and the worker running it."""
     script = tmp_path / "spin.fdsl"
     script.write_text(CASES["timeout"][0])
     fdsl(server_dir, "server", "start")
     client = subprocess.Popen([sys.executable, "-m", "runtime.client", "run", str(script), "--root", str(tmp_path),
                                "--timeout", "60"], cwd=REPO, env=env_for(server_dir), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
-    worker = _the_running_worker(server_dir)
+    return client, _the_running_worker(server_dir)
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_a_signal_to_the_client_ends_the_script_and_its_worker(server_dir, tmp_path, signum, code):
+    client, worker = _spinning(server_dir, tmp_path)
     group = os.getpgid(worker.pid)
     client.send_signal(signum)
     _, err = client.communicate(timeout=30)
@@ -471,8 +476,7 @@ def test_a_stalled_connection_holds_up_no_other_client(server_dir, tmp_path):
     fdsl(server_dir, "server", "start")
     stalled = _connect(server_dir)
     stalled.sendall(b"\x00\x00\x00\x10{\"t\":")  # a request begun, never finished
-    proc = subprocess.run([sys.executable, "-m", "runtime.client", "run", str(tmp_path / "s.fdsl"), "--root",
-                           str(tmp_path)], cwd=REPO, env=env_for(server_dir), capture_output=True, text=True, timeout=60)
+    proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
     assert proc.returncode == 0 and proc.stdout == "7\n", proc.stderr
     stalled.settimeout(30)
     assert stalled.recv(4096) == b""  # and the server let it go
@@ -521,13 +525,7 @@ def test_a_closed_standard_input_runs_as_in_process(server_dir, tmp_path):
 def test_a_run_ends_with_its_server(server_dir, tmp_path):
     """The server killed mid-run (SIGKILL): its runner is told (PR_SET_PDEATHSIG) and stops the
     run as on SIGTERM, so nothing goes on writing to a client told the server stopped."""
-    script = tmp_path / "spin.fdsl"
-    script.write_text(CASES["timeout"][0])
-    fdsl(server_dir, "server", "start")
-    client = subprocess.Popen([sys.executable, "-m", "runtime.client", "run", str(script), "--root", str(tmp_path),
-                               "--timeout", "60"], cwd=REPO, env=env_for(server_dir), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    worker = _the_running_worker(server_dir)
+    client, worker = _spinning(server_dir, tmp_path)
     server = psutil.Process(server_pid(server_dir))
     runner = [p for p in server.children() if worker.pid in {c.pid for c in p.children(recursive=True)}]
     assert len(runner) == 1
