@@ -8,15 +8,12 @@ error back to the DSL line and column.
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_right
 from dataclasses import MISSING, dataclass, fields
-from itertools import accumulate
 from typing import Callable
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
+from .codegen import SpanState, render
 from .errors import DSLError
 from .sourcemap import SourceMap
 from .tree import Node
@@ -87,8 +84,8 @@ class EmitterBase:
         """The module's text and source map. `lines_of`: marked nodes whose generated line
         (their statement's own, after its comment lines) is wanted: ``self.generated_lines``."""
         # One codegen pass gives both the text and every node's span.
-        state = _SpanState(module.default_indent, module.default_newline)
-        module._codegen(state)
+        state = SpanState(module.default_indent, module.default_newline)
+        render(module, state)
         spans = state.spans
         marked = [(spans[key], dnode, is_stmt) for key, (_, dnode, is_stmt) in self.origin.items() if key in spans]
         at = state.line_cols({i for span, _, _ in marked for i in span})
@@ -97,94 +94,6 @@ class EmitterBase:
             (stmts if is_stmt else exprs).append(at[start] + at[end] + (dnode.line, dnode.col))
         self.generated_lines = {id(node): at[spans[id(node)][0]][0] for node in lines_of}
         return Emitted(state.text(), SourceMap(sorted(set(stmts)), sorted(set(exprs))))
-
-
-_NEWLINE_RE = re.compile(r"\r\n?|\n")  # libcst's, for its line count
-
-
-class _SpanState(CodegenState):
-    """libcst's ``PositionProvidingCodegenState``, recording the same ranges for less: a
-    position is the number of tokens written so far (turned into libcst's line and column
-    once, at the end, for the positions asked for), and a node's range is kept under
-    ``id(node)`` (a libcst node hashes by identity). Like libcst's: ``before``/``after_codegen``
-    give a node the range of all its tokens unless ``record_syntactic_position`` (which may
-    borrow the start of ``start_node`` and the end of ``end_node``) already gave it one."""
-
-    def __init__(self, default_indent: str, default_newline: str) -> None:
-        super().__init__(default_indent=default_indent, default_newline=default_newline)
-        self.starts: list[int] = []
-        self.spans: dict[int, tuple[int, int]] = {}
-        self.popped = False  # the module's trailing newline, dropped from the text only
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        self.starts.append(len(self.tokens))
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        start = self.starts.pop()
-        key = id(node)
-        if key not in self.spans:
-            self.spans[key] = (start, len(self.tokens))
-
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
-                                  end_node: cst.CSTNode | None = None) -> "_Syntactic":
-        return _Syntactic(self, node, start_node, end_node)
-
-    def pop_trailing_newline(self) -> None:
-        # libcst's state pops the token but keeps its line and column: so do positions here
-        if self.tokens and not self.popped:
-            self.popped = True
-
-    def text(self) -> str:
-        tokens = self.tokens[:-1] if self.popped else self.tokens
-        return "".join(tokens)
-
-    def line_cols(self, wanted: set[int]) -> dict[int, tuple[int, int]]:
-        """libcst's (line, column) after the first ``i`` tokens, for each ``i`` in ``wanted``."""
-        tokens = self.tokens
-        whole = "".join(tokens)
-        if "\r" in whole:  # libcst counts newlines token by token (\r then \n are two)
-            return self._line_cols_by_token(wanted)
-        ends = [0, *accumulate(map(len, tokens))]
-        breaks = [m.end() for m in _NEWLINE_RE.finditer(whole)]
-        out = {}
-        for i in wanted:
-            offset = ends[i]
-            n = bisect_right(breaks, offset)
-            out[i] = (n + 1, offset - (breaks[n - 1] if n else 0))
-        return out
-
-    def _line_cols_by_token(self, wanted: set[int]) -> dict[int, tuple[int, int]]:
-        out, line, column = {}, 1, 0
-        for i, token in enumerate(self.tokens):
-            if i in wanted:
-                out[i] = (line, column)
-            segments = _NEWLINE_RE.split(token)
-            if len(segments) == 1:
-                column += len(token)
-            else:
-                line += len(segments) - 1
-                column = len(segments[-1])
-        if len(self.tokens) in wanted:
-            out[len(self.tokens)] = (line, column)
-        return out
-
-
-class _Syntactic:
-    """The context ``record_syntactic_position`` returns (a class: cheaper than a generator)."""
-
-    __slots__ = ("state", "node", "start_node", "end_node", "start")
-
-    def __init__(self, state: _SpanState, node, start_node, end_node) -> None:
-        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
-
-    def __enter__(self) -> None:
-        self.start = len(self.state.tokens)
-
-    def __exit__(self, *exc) -> None:
-        spans = self.state.spans
-        start = self.start if self.start_node is None else spans[id(self.start_node)][0]
-        end = len(self.state.tokens) if self.end_node is None else spans[id(self.end_node)][1]
-        spans[id(self.node)] = (start, end)
 
 
 def emit_guarded(build: Callable[[], Emitted]) -> Emitted:
