@@ -380,6 +380,37 @@ def _with(s: SpanState, node: cst.With) -> None:
     s.spans[id(node)] = (start, s.spans[id(node.body)][1])
 
 
+def _function_def(s: SpanState, node: cst.FunctionDef) -> None:
+    for line in node.leading_lines:
+        gen(s, line)
+    for decorator in node.decorators:
+        gen(s, decorator)
+    for line in node.lines_after_decorators:
+        gen(s, line)
+    tokens = s.tokens
+    tokens.extend(s.indent_tokens)
+    start = len(tokens)
+    if node.asynchronous is not None:
+        gen(s, node.asynchronous)
+    tokens.append("def")
+    _ws(s, node.whitespace_after_def)
+    gen(s, node.name)
+    _ws(s, node.whitespace_after_name)
+    if node.type_parameters is not None:
+        gen(s, node.type_parameters)
+    _ws(s, node.whitespace_after_type_parameters)
+    tokens.append("(")
+    _ws(s, node.whitespace_before_params)
+    gen(s, node.params)
+    tokens.append(")")
+    if node.returns is not None:
+        node.returns._codegen(s, default_indicator="->")
+    _ws(s, node.whitespace_before_colon)
+    tokens.append(":")
+    gen(s, node.body)
+    s.spans[id(node)] = (start, s.spans[id(node.body)][1])
+
+
 def _with_item(s: SpanState, node: cst.WithItem, default_comma: bool) -> None:
     start = len(s.tokens)
     gen(s, node.item)
@@ -439,6 +470,25 @@ def _return(s: SpanState, node: cst.Return, default_semicolon: bool) -> None:
         gen(s, value)
     s.spans[id(node)] = (start, len(tokens))
     _semicolon(s, node, default_semicolon)
+
+
+def _global(s: SpanState, node: cst.Global, default_semicolon: bool) -> None:
+    tokens = s.tokens
+    start = len(tokens)
+    tokens.append("global")
+    _ws(s, node.whitespace_after_global)
+    last = len(node.names) - 1
+    for i, item in enumerate(node.names):
+        _gen_flag(s, item, _COMMA_ITEM, i != last, default_comma=i != last)
+    s.spans[id(node)] = (start, len(tokens))
+    _semicolon(s, node, default_semicolon)
+
+
+def _name_item(s: SpanState, node: cst.NameItem, default_comma: bool) -> None:
+    start = len(s.tokens)
+    gen(s, node.name)
+    s.spans[id(node)] = (start, len(s.tokens))
+    _comma(s, node, default_comma)
 
 
 # ---- expressions ----------------------------------------------------------------------------------
@@ -594,6 +644,16 @@ def _dict_element(s: SpanState, node: cst.DictElement, default_comma: bool) -> N
     _comma(s, node, default_comma)
 
 
+def _named_expr(s: SpanState, node: cst.NamedExpr) -> None:
+    start = _lpar(s, node)
+    gen(s, node.target)
+    _ws(s, node.whitespace_before_walrus)
+    s.tokens.append(":=")
+    _ws(s, node.whitespace_after_walrus)
+    gen(s, node.value)
+    _rpar(s, node, start)
+
+
 def _if_exp(s: SpanState, node: cst.IfExp) -> None:
     start = _lpar(s, node)
     tokens = s.tokens
@@ -649,17 +709,18 @@ _FAST: dict[type, object] = {
     cst.Module: _module, cst.EmptyLine: _empty_line, cst.TrailingWhitespace: _trailing,
     cst.SimpleStatementLine: _simple_line, cst.SimpleStatementSuite: _simple_suite,
     cst.IndentedBlock: _indented_block, cst.If: _if, cst.Else: _else, cst.For: _for, cst.While: _while,
-    cst.With: _with, cst.AssignTarget: _assign_target,
+    cst.With: _with, cst.FunctionDef: _function_def, cst.AssignTarget: _assign_target,
     cst.Name: _atom, cst.Integer: _atom, cst.Float: _atom, cst.SimpleString: _atom,
     cst.BinaryOperation: _binary, cst.BooleanOperation: _binary, cst.UnaryOperation: _unary,
     cst.Comparison: _comparison, cst.ComparisonTarget: _comparison_target, cst.Call: _call,
     cst.Attribute: _attribute, cst.Subscript: _subscript, cst.Index: _index, cst.Slice: _slice,
     cst.List: _collection("lbracket", "rbracket"), cst.Dict: _collection("lbrace", "rbrace"),
-    cst.IfExp: _if_exp,
+    cst.IfExp: _if_exp, cst.NamedExpr: _named_expr,
 }
 _SMALL = {cst.Expr: _expr_stmt, cst.Assign: _assign, cst.Return: _return, cst.Pass: _keyword_stmt("pass"),
-          cst.Break: _keyword_stmt("break"), cst.Continue: _keyword_stmt("continue")}
-_COMMA_ITEM = {cst.Arg: _arg, cst.SubscriptElement: _subscript_element, cst.WithItem: _with_item}
+          cst.Break: _keyword_stmt("break"), cst.Continue: _keyword_stmt("continue"), cst.Global: _global}
+_COMMA_ITEM = {cst.Arg: _arg, cst.SubscriptElement: _subscript_element, cst.WithItem: _with_item,
+               cst.NameItem: _name_item}
 _ELEMENT = {cst.Element: _element, cst.DictElement: _dict_element}
 _ELIF = {cst.If: _if}
 
