@@ -239,7 +239,10 @@ class OnePassParser:
         one loop feeding the parser; returns the last token. Any error: ``_Stop``."""
         lexers, stack, post = self.lexers, state.stack, self.post
         lex_state = LexerThread.from_text(self.lexer, text).state
-        line_ctr, end = lex_state.line_ctr, lex_state.text.end
+        end = lex_state.text.end
+        # lark's LineCounter (line, column, char_pos) as three locals; Token._future_new inline
+        char_pos, line, line_start = 0, 1, 0
+        new_str = str.__new__
         limit, check_name, tab_len = post.max_tokens, post.check_name, post.tab_len
         newline, indent_type, dedent_type = post.NL_type, post.INDENT_type, post.DEDENT_type
         opening, closing = post.OPEN_PAREN_types, post.CLOSE_PAREN_types
@@ -250,8 +253,8 @@ class OnePassParser:
             # BasicLexer.next_token, for the lexer of the parser's state
             mres, ignore_types, newline_types, callbacks = lexers.get(stack[-1]) or self._lexer(stack[-1])
             token = None
-            while line_ctr.char_pos < end:
-                pos = line_ctr.char_pos
+            while char_pos < end:
+                pos = char_pos
                 for mre in mres:
                     m = mre.match(text, pos, end)
                     if m:
@@ -259,19 +262,25 @@ class OnePassParser:
                 else:
                     raise _Stop
                 value, kind = m.group(0), m.lastgroup
+                start_line, start_column = line, pos - line_start + 1
+                if kind in newline_types:
+                    newlines = value.count("\n")
+                    if newlines:
+                        line += newlines
+                        line_start = pos + value.rindex("\n") + 1
+                char_pos = pos + len(value)
                 ignored = kind in ignore_types
                 if ignored and kind not in callbacks:
-                    line_ctr.feed(value, kind in newline_types)
                     continue
-                line, column = line_ctr.line, line_ctr.column
-                line_ctr.feed(value, kind in newline_types)
-                t = Token(kind, value, pos, line, column, line_ctr.line, line_ctr.column, line_ctr.char_pos)
+                t = new_str(Token, value)
+                t.type, t.start_pos, t.value, t.line, t.column = kind, pos, value, start_line, start_column
+                t.end_line, t.end_column, t.end_pos = line, char_pos - line_start + 1, char_pos
                 if kind in callbacks:
                     t = callbacks[kind](t)
                 if not ignored:
                     if not isinstance(t, Token):
                         raise _Stop
-                    lex_state.last_token = token = t
+                    token = t
                     break
             if token is None:
                 break
