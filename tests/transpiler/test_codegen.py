@@ -21,6 +21,7 @@ from transpiler import DSLError, codegen
 from transpiler.fdsl.printer import render
 
 REPO = Path(__file__).resolve().parents[2]
+FAST_OK = codegen._FAST_OK
 UNSPANNED = (cst.SimpleWhitespace, cst.Comment, cst.Newline)  # never marked, so never given a span
 
 
@@ -103,29 +104,35 @@ def test_nodes_built_with_defaults_render_as_libcst_fills_them_in():
     assert spans_in_text(fast, module) == spans_in_text(plain, module)
 
 
-def emitted_both_ways(source: str, lang: str, monkeypatch) -> tuple:
+def emitted_both_ways(source: str, lang: str) -> tuple:
     outcomes = []
-    for fast in (True, False):
-        monkeypatch.setattr(codegen, "_FAST_OK", fast)
-        try:
-            emitted = transpiler.compile_script(source, "<gen>", lang)
-            outcomes.append((emitted.python, emitted.source_map))
-        except DSLError as e:
-            outcomes.append(("error", str(e)))
+    try:
+        for fast in (True, False):
+            codegen._FAST_OK = fast
+            try:
+                emitted = transpiler.compile_script(source, "<gen>", lang)
+                outcomes.append((emitted.python, emitted.source_map))
+            except DSLError as e:
+                outcomes.append(("error", str(e)))
+    finally:
+        codegen._FAST_OK = FAST_OK
     return tuple(outcomes)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(source=programs().map(render))
-def test_a_generated_filesdsl_script_emits_the_same_both_ways(source, monkeypatch):
-    fast, plain = emitted_both_ways(source, "fdsl", monkeypatch)
+GENERATED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@GENERATED
+@given(programs())
+def test_a_generated_filesdsl_script_emits_the_same_both_ways(module):
+    fast, plain = emitted_both_ways(render(module), "fdsl")
     assert fast == plain
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(source=ps_programs())
-def test_a_generated_promptscript_script_emits_the_same_both_ways(source, monkeypatch):
-    fast, plain = emitted_both_ways(source, "ps", monkeypatch)
+@GENERATED
+@given(ps_programs())
+def test_a_generated_promptscript_script_emits_the_same_both_ways(source):
+    fast, plain = emitted_both_ways(source, "ps")
     assert fast == plain
 
 
