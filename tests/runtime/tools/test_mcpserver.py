@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -201,3 +203,89 @@ def test_a_configs_mounts_and_approvals_through_mcp(tmp_path: Path, yes: bool):
         assert not s.is_error and s.content[0].text == "  1  secret setting"
     else:
         assert s.is_error and "needs approval" in s.content[0].text
+
+
+def raw_server(root: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "runtime.cli", "mcp", "--root", str(root)], cwd=REPO,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def reply_lines(proc: subprocess.Popen, count: int, timeout: float = 60) -> list[bytes]:
+    """The next `count` lines the server writes, or a failure (not a hang) when they do not come."""
+    deadline = time.monotonic() + timeout
+    pending = getattr(proc, "pending", b"")
+    lines: list[bytes] = []
+    while len(lines) < count:
+        if b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            lines.append(line)
+            continue
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no reply within {timeout} s (got {len(lines)} of {count})"
+        chunk = os.read(proc.stdout.fileno(), 1 << 16)
+        assert chunk, f"the server ended after {len(lines)} of {count} replies"
+        pending += chunk
+    proc.pending = pending
+    return lines
+
+
+def replies(proc: subprocess.Popen, count: int) -> dict:
+    """The next `count` replies by id (JSON-RPC answers need not come in order); id null: a list."""
+    out: dict = {None: []}
+    for line in reply_lines(proc, count):
+        reply = json.loads(line)
+        assert reply["jsonrpc"] == "2.0"
+        if reply["id"] is None:
+            out[None].append(reply)
+        else:
+            out[reply["id"]] = reply
+    return out
+
+
+def test_a_line_that_is_not_a_json_rpc_message_gets_its_error_reply(root):
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"not json\n\n" + b"[" * 100_000 + b"\n" + b'{"id": 7, "hello": 1}\n'
+                         b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}\n')
+        proc.stdin.flush()
+        got = replies(proc, 4)
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    assert [r["error"]["code"] for r in got[None]] == [-32700, -32700]  # the blank line is skipped
+    assert "Parse error" in got[None][0]["error"]["message"]
+    assert got[7]["error"]["code"] == -32600 and "not a JSON-RPC 2.0 message" in got[7]["error"]["message"]
+    assert got[8]["result"] == {}
+
+
+def vm_hwm_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+
+def test_an_over_long_line_is_dropped_and_answered_without_being_held(root):
+    from runtime.tools.mcpserver import MAX_LINE_BYTES
+
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        proc.stdin.flush()
+        assert replies(proc, 1)[1]["result"] == {}
+        before = vm_hwm_kib(proc.pid)
+        chunk = b"x" * (1 << 20)
+        for _ in range(64):  # 64 MiB on one line, 8x the limit
+            proc.stdin.write(chunk)
+        proc.stdin.write(b'\n{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n')
+        proc.stdin.flush()
+        got = replies(proc, 2)
+        grown_mib = (vm_hwm_kib(proc.pid) - before) / 1024
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    (error,) = got[None]
+    assert error["error"]["code"] == -32600
+    assert error["error"]["message"] == f"request line too long: over {MAX_LINE_BYTES} bytes ({64 << 20} bytes, dropped)"
+    assert got[2]["result"] == {}
+    assert grown_mib < 24, f"the server's peak memory grew {grown_mib:.0f} MiB for a dropped line"
