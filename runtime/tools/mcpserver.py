@@ -116,21 +116,23 @@ class BoundedLines:
         while True:
             end = buffer.find(b"\n", scan)
             if end >= 0:
-                line, self.start = bytes(buffer[self.start:end]), end + 1
-                if dropped or len(line) > self.max_line:
-                    return dropped + len(line)
-                return line
+                start, self.start = self.start, end + 1
+                if dropped or end - start > self.max_line:  # its length only: no copy
+                    return dropped + end - start
+                with memoryview(buffer) as view:
+                    return bytes(view[start:end])
             scan = len(buffer)
             if scan - self.start > self.max_line:  # read on to the line's end, keeping none of it
                 dropped += scan - self.start
                 buffer.clear()
                 self.start = scan = 0
             if self.ended:
-                line = bytes(buffer[self.start:])
+                start, self.start = self.start, 0
+                rest = len(buffer) - start
+                line = b"" if dropped else bytes(buffer[start:])
                 buffer.clear()
-                self.start = 0
                 if dropped:
-                    return dropped + len(line)
+                    return dropped + rest
                 return line if line else None
             chunk = await self.read(READ_BYTES)
             if not chunk:

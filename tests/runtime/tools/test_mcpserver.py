@@ -288,4 +288,5 @@ def test_an_over_long_line_is_dropped_and_answered_without_being_held(root):
     assert error["error"]["code"] == -32600
     assert error["error"]["message"] == f"request line too long: over {MAX_LINE_BYTES} bytes ({64 << 20} bytes, dropped)"
     assert got[2]["result"] == {}
-    assert grown_mib < 24, f"the server's peak memory grew {grown_mib:.0f} MiB for a dropped line"
+    # at most the limit's worth of the line was held at once (8.5 MiB measured; all 64 would be 128+)
+    assert grown_mib < MAX_LINE_BYTES / 2**20 + 4, f"the server's peak memory grew {grown_mib:.1f} MiB for a dropped line"
