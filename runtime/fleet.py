@@ -121,6 +121,8 @@ def _job_line(path: str, number: int, line: str, defaults: dict, index: int) -> 
 
 # A pool process keeps a warm Session (runtime/session.py) per sandbox and limits it met last:
 # jobs over the same files start in a worker started ahead. Each run still gets a fresh worker.
+# A job's timeout is its run's (Session.run(timeout=)), not part of the key: jobs that differ
+# only in it share a session made for the longest met so far.
 _sessions: OrderedDict = OrderedDict()
 MAX_SESSIONS = 4
 
@@ -131,27 +133,36 @@ def run_job(job: Job, approve_all: bool = False) -> dict:
     from runtime.cliparser import UsageError, parse_mount
 
     try:
-        session = _session(job, approve_all, parse_mount)
+        session, timeout = _session(job, approve_all, parse_mount)
     except (UsageError, RunSetupError, TypeError) as exc:
         return {**_label(job), **_usage(exc, 0.0).as_json()}
-    return {**_label(job), **session.run(job.source, lang=job.lang, filename=job.script).as_json()}
+    return {**_label(job), **session.run(job.source, lang=job.lang, filename=job.script, timeout=timeout).as_json()}
 
 
 def _session(job: Job, approve_all: bool, parse_mount):
+    """The session for `job`, and the job's timeout."""
+    from runtime.limits import Limits
     from runtime.session import Session
 
+    limits = dict(job.limits)
+    timeout = limits.pop("timeout", Limits.timeout)
+    Limits(timeout=timeout).check()  # a bad one is named before it is compared
     project = job.project if job.lang == "ps" else None
-    key = (job.root, tuple(job.mounts), project, tuple(sorted(job.limits.items())), approve_all)
+    key = (job.root, tuple(job.mounts), project, tuple(sorted(limits.items())), approve_all)
     session = _sessions.get(key)
+    if session is not None and session.limits.timeout < timeout:
+        _sessions.pop(key).close()
+        session = None
     if session is None:
         mounts = [parse_mount(text) for text in job.mounts]
         session = Session(root=job.root, mounts=mounts, options={"project": project} if project else None,
-                          approve=(lambda description: True) if approve_all else None, workers=1, **job.limits)
+                          approve=(lambda description: True) if approve_all else None, workers=1,
+                          timeout=timeout, **limits)
         _sessions[key] = session
         while len(_sessions) > MAX_SESSIONS:
             _sessions.popitem(last=False)[1].close()
     _sessions.move_to_end(key)
-    return session
+    return session, timeout
 
 
 def _label(job: Job) -> dict:

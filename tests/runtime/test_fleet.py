@@ -139,3 +139,25 @@ def test_run_many_usage_errors_exit_2(tmp_path, args, message):
     (tmp_path / "a.fdsl").write_text("print(1)\n")
     proc = fdsl("run-many", *args, cwd=tmp_path)
     assert proc.returncode == 2 and message in proc.stderr and proc.stdout == ""
+
+
+def test_jobs_that_differ_only_in_timeout_share_a_session_and_keep_their_own(tmp_path):
+    from runtime import fleet
+
+    spin = "x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n"
+    try:
+        first = fleet.run_job(job(0, "print(1)\n", tmp_path, timeout=2))
+        second = fleet.run_job(job(1, "print(2)\n", tmp_path, timeout=30))  # longer: the session is made again for it
+        third = fleet.run_job(job(2, spin, tmp_path, timeout=1))  # shorter: the session's, with its own wall clock
+        fourth = fleet.run_job(job(3, "print(4)\n", tmp_path))  # none given: the default, 60 s, makes it again
+        bad = fleet.run_job(job(4, "print(5)\n", tmp_path, timeout="soon"))
+        sessions = list(fleet._sessions.values())
+        assert len(sessions) == 1 and sessions[0].limits.timeout == 60
+    finally:
+        for session in fleet._sessions.values():
+            session.close()
+        fleet._sessions.clear()
+    assert [first["output"], second["output"], fourth["output"]] == ["1\n", "2\n", "4\n"]
+    assert third["exit_code"] == 124 and third["error"]["kind"] == "TimeoutError"
+    assert third["figures"]["wall_s"] < 10, third  # its own 1 s, not the session's 30
+    assert bad["exit_code"] == 2 and "timeout" in bad["error"]["message"], bad
