@@ -136,19 +136,26 @@ class Upkeep:
     """The session's one thread between its runs: it reaps the workers the last run retired and
     starts their replacements (`pool`, may be None), then teaches the index (a deferred
     RunIndex: a search pays for no learning) the texts the runs' searches read, one at a time
-    and never while a run holds `lock`: a run waits at most for one text's tokenizing (1 M
-    characters at most). `after_run()` wakes it."""
+    and never while a run holds `lock`. A run says it wants the lock first (`before_run()`),
+    and the learning stops at the next text: the lock is not fair, so a thread that takes it
+    again at once would keep a waiting run out until the last text. So a run waits at most for
+    one text's tokenizing (1 M characters at most). `after_run()` wakes it again."""
 
     def __init__(self, pool: WorkerPool | None, index) -> None:
         self.pool, self.index = pool, index
         self.lock = threading.Lock()
+        self.running = threading.Event()  # a run wants the lock, or holds it
         self.wake = threading.Event()
         self.closed = False
         self.thread = threading.Thread(target=self._work, name="fdsl-session-upkeep", daemon=True)
         self.thread.start()
         self.wake.set()  # the pool's first workers
 
+    def before_run(self) -> None:
+        self.running.set()
+
     def after_run(self) -> None:
+        self.running.clear()
         self.wake.set()
 
     def _work(self) -> None:
@@ -159,7 +166,7 @@ class Upkeep:
                 self.pool.reap_retired()
                 self.pool.refill()
             # a run that ended meanwhile (wake set) has its worker replaced before more learning
-            while self.index.pending and not self.closed and not self.wake.is_set():
+            while self.index.pending and not self.closed and not self.wake.is_set() and not self.running.is_set():
                 with self.lock:
                     self.index.learn_pending(iter((False, True)).__next__)  # one text
 
@@ -247,6 +254,7 @@ class Session:
             except RunSetupError as exc:
                 return _usage(exc, 0.0)
         options = self.options if lang == "ps" else {}
+        self.upkeep.before_run()
         try:
             with self.upkeep.lock:  # the index does not learn while a run searches it
                 return execute(source, lang=lang, filename=filename, limits=limits, isolation=self.isolation,

@@ -252,6 +252,38 @@ def test_a_sessions_runs_share_an_index_that_learns_and_a_one_shot_run_does_not_
         assert session.run('print(len(Directory("/").grep("zzz")))\n').output == "0\n"
 
 
+
+def test_a_run_waits_for_at_most_one_text_of_the_learning(tmp_path):
+    """The learner gives way to a run at its next text: a lock is not fair, and a learner that
+    took it again at once kept a run waiting until its last text (1 s for 2,000 files)."""
+    old = time.time() - 60  # files changed in the last 2 s are never learned (runtime/index)
+    for i in range(40):
+        (tmp_path / f"f{i:02d}.txt").write_text(f"alpha {i}\n")
+        os.utime(tmp_path / f"f{i:02d}.txt", (old, old))
+    with Session(root=str(tmp_path), timeout=30) as session:
+        index, events = session.shared["index"], []
+        learn = index._learn
+
+        def slow_learn(*args):  # a long text's tokenizing
+            events.append("learn")
+            time.sleep(0.02)
+            return learn(*args)
+
+        index._learn = slow_learn
+        assert session.run('print(len(Directory("/").grep("alpha")))\n').output == "40\n"
+        deadline = time.monotonic() + 10
+        while "learn" not in events and time.monotonic() < deadline:
+            time.sleep(0.001)
+        events.append("run")
+        assert session.run("print(1)\n").output == "1\n"
+        events.append("ran")
+        assert events[events.index("run"):events.index("ran")].count("learn") <= 1
+        assert index.pending  # the rest is learned after the run
+        deadline = time.monotonic() + 10
+        while index.learned < 40 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not index.pending and index.learned == 40
+
 # Python run as the worker itself (mode "os", as an attacker who got past RestrictedPython),
 # leaving every trap it can: signals ignored, threads spinning, a forked process in a session
 # of its own, patched modules and builtins, a file in /tmp. The next script of the session
