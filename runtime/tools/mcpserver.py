@@ -9,7 +9,11 @@ Decisions (docs/tools.md):
   Request (with its id when it has one), both as JSON-RPC asks.
 - A request line is read up to MAX_LINE_BYTES and no further: a longer one is read to its end
   and dropped, and answered with an Invalid Request naming the limit, so no client can make
-  the server hold more than that of one line (the SDK's reader keeps any line whole).
+  the server hold more than that of one line (the SDK's reader keeps any line whole). One of
+  more than MAX_JSON_ITEMS items is refused before anything parses it (a parse holds each
+  value as an object).
+- The end of the input is not the end of the calls: the requests passed on are answered first
+  (the SDK would drop the calls under way). A client that stops reading ends the server quietly.
 - Calls run one at a time in a worker thread (Tools holds one lock), so the event loop keeps
   answering pings while a script runs.
 - stdout carries the protocol only: the SDK points fd 1 at stderr while it serves, so nothing
@@ -22,9 +26,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import stat
+from typing import NamedTuple
 
 from runtime.tools.calls import ToolError, Tools
-from runtime.tools.definitions import tool_definitions
+from runtime.tools.definitions import MAX_RUN_TIMEOUT_S, tool_definitions
 
 INSTRUCTIONS = (
     "Read-only tools over a collection of text, markdown and PDF documents (paths are relative to the "
@@ -66,13 +73,33 @@ def build_server(tools: Tools):
 
 
 MAX_LINE_BYTES = 8 << 20  # a run_fdsl script is at most 1 MiB; JSON may spell a byte in 6
+# A parse holds each value of a request as an object (pydantic's take about 480 bytes each: an
+# 8 MiB line of "[]," took 1.3 GiB), so their number is bounded, not only the line's size: as
+# the line's JSON items (strings, and brackets, braces, commas and colons outside them), about
+# one or two per value. A request has tens; a script is one string, however long.
+MAX_JSON_ITEMS = 20_000
 READ_BYTES = 1 << 16
+EOF_GRACE_S = MAX_RUN_TIMEOUT_S + 10  # at the wire's end, how long calls under way may take to be answered
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included (no backtracking)
+_STRUCTURAL = "[{,:"
+
+
+class Refusal(NamedTuple):
+    """A line's JSON-RPC error: the code's name in mcp.types, the message, the id (None: null)."""
+
+    code: str
+    message: str
+    ident: object = None
 
 
 class BoundedLines:
     """The request lines of a byte stream, for the SDK's reader (``async for line in stdin``):
-    each at most ``max_line`` bytes; what is not a JSON-RPC message is answered here, through
-    ``reply`` (set once the SDK's write stream exists), and not passed on."""
+    each at most ``max_line`` bytes and MAX_JSON_ITEMS items; what is not a JSON-RPC message
+    is answered here, through ``reply`` (set once the SDK's write stream exists), and not
+    passed on. At the stream's end it waits, EOF_GRACE_S at most, until each request passed on
+    has been answered (``answered`` sees the server's replies): the SDK ends a session at its
+    input's end and drops the calls still under way, though a client that closed its side may
+    still read the answers (``printf ... | fdsl mcp``)."""
 
     def __init__(self, read, max_line: int = MAX_LINE_BYTES) -> None:
         import anyio
@@ -84,18 +111,34 @@ class BoundedLines:
         self.ended = False
         self.reply = None
         self.ready = anyio.Event()
+        self.outstanding: set = set()  # ids of the requests passed on and not answered yet
+        self.all_answered = anyio.Event()
+        self.all_answered.set()
 
-    def reply_to(self, write_stream) -> None:
+    def reply_to(self, write_stream) -> "AnsweredStream":
+        """Errors go to `write_stream`; the server's own messages go through what this returns."""
         self.reply = write_stream.send
         self.ready.set()
+        return AnsweredStream(write_stream, self)
+
+    def answered(self, message) -> None:
+        ident = getattr(message, "id", None)
+        if ident in self.outstanding and not hasattr(message, "method"):
+            self.outstanding.discard(ident)
+            if not self.outstanding:
+                self.all_answered.set()
 
     def __aiter__(self) -> "BoundedLines":
         return self
 
     async def __anext__(self) -> str:
+        import anyio
+
         while True:
             line = await self._line()
             if line is None:
+                with anyio.move_on_after(EOF_GRACE_S):
+                    await self.all_answered.wait()
                 raise StopAsyncIteration
             if isinstance(line, int):
                 await self._error("INVALID_REQUEST", f"request line too long: over {self.max_line} bytes "
@@ -104,10 +147,15 @@ class BoundedLines:
             text = line.decode("utf-8", errors="replace")
             if not text.strip():
                 continue
-            problem = self._problem(text)
-            if problem is None:
-                return text
-            await self._error(*problem)
+            checked = self._checked(text)
+            if isinstance(checked, Refusal):
+                await self._error(*checked)
+                continue
+            if isinstance(checked, dict) and "method" in checked and "id" in checked:  # a request
+                if not self.outstanding:
+                    self.all_answered = anyio.Event()
+                self.outstanding.add(checked["id"])
+            return text
 
     async def _line(self) -> bytes | int | None:
         """The next line (without its end), the length of a dropped over-long one, or None."""
@@ -144,24 +192,32 @@ class BoundedLines:
             buffer += chunk
 
     @staticmethod
-    def _problem(text: str) -> tuple | None:
-        """What JSON-RPC calls the line's problem (code, message, id), or None: a message."""
+    def _checked(text: str):
+        """The line's message (parsed), or the Refusal JSON-RPC asks for."""
         import mcp.types as types
 
-        try:
-            types.jsonrpc_message_adapter.validate_json(text, by_name=False)  # as the SDK's reader will
-            return None
-        except ValueError as exc:  # pydantic's ValidationError
-            errors = exc.errors() if hasattr(exc, "errors") else []
-        if errors and all(e.get("type") == "json_invalid" for e in errors):
-            return "PARSE_ERROR", f"Parse error: {errors[0].get('msg', 'not JSON')}", None
+        items = sum(map(text.count, _STRUCTURAL)) + text.count('"') // 2
+        if items > MAX_JSON_ITEMS:  # a count that strings' own commas and quotes may swell: the exact one
+            stripped, strings = _STRING.subn("", text)
+            items = sum(map(stripped.count, _STRUCTURAL)) + strings
+            if items > MAX_JSON_ITEMS:
+                return Refusal("INVALID_REQUEST", f"request too large: over {MAX_JSON_ITEMS} JSON items "
+                               "(strings, brackets, braces, commas and colons)")
         try:
             message = json.loads(text)
-        except (ValueError, RecursionError):
-            message = None
+        except RecursionError:
+            return Refusal("PARSE_ERROR", "Parse error: nested too deeply")
+        except ValueError as exc:
+            return Refusal("PARSE_ERROR", f"Parse error: {exc}")
         ident = message.get("id") if isinstance(message, dict) else None
         valid_id = isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool))
-        return "INVALID_REQUEST", "Invalid Request: not a JSON-RPC 2.0 message", ident if valid_id else None
+        if isinstance(message, dict) and "id" in message and not valid_id:
+            return Refusal("INVALID_REQUEST", "Invalid Request: an id must be a string or an integer")
+        try:
+            types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+        except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
+            return Refusal("INVALID_REQUEST", "Invalid Request: not a JSON-RPC 2.0 message", ident if valid_id else None)
+        return message
 
     async def _error(self, code: str, message: str, ident=None) -> None:
         import mcp.types as types
@@ -172,8 +228,31 @@ class BoundedLines:
         await self.reply(SessionMessage(error))
 
 
+class AnsweredStream:
+    """The server's write stream, telling ``lines`` of each message it sends (the WriteStream
+    protocol of mcp.shared._stream_protocols)."""
+
+    def __init__(self, stream, lines: BoundedLines) -> None:
+        self.stream, self.lines = stream, lines
+
+    async def send(self, item) -> None:
+        await self.stream.send(item)
+        self.lines.answered(item.message)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> "AnsweredStream":
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc) -> bool | None:
+        return await self.stream.__aexit__(*exc)
+
+
 def serve_stdio(tools: Tools) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin. The wire is read from a private
+    """Serve MCP on stdin/stdout until the client closes stdin (and the calls under way are
+    answered), or stops reading stdout. The wire is read from a private
     duplicate of fd 0, which meanwhile reads the null device (as the SDK does for the stdin it
     claims: nothing the server starts can read the client's requests)."""
     import anyio
@@ -185,23 +264,33 @@ def serve_stdio(tools: Tools) -> None:
     os.dup2(null, 0)
     os.close(null)
 
-    def read_wire(n: int) -> bytes:
+    # Waited for on the event loop, then read: no thread blocks in a read (one would keep the
+    # process from exiting while the client, gone from stdout, keeps stdin open).
+    pollable = not stat.S_ISREG(os.fstat(wire).st_mode)
+
+    async def read(n: int) -> bytes:
+        nonlocal pollable
+        if pollable:
+            try:
+                await anyio.wait_readable(wire)
+            except OSError:  # a descriptor epoll refuses (/dev/null): its reads do not block
+                pollable = False
         try:
             return os.read(wire, n)
         except OSError:  # a wire that fails ends the session as its end would
             return b""
 
-    async def read(n: int) -> bytes:
-        return await anyio.to_thread.run_sync(read_wire, n, abandon_on_cancel=True)
-
     async def main() -> None:
         lines = BoundedLines(read)
         async with stdio_server(stdin=lines) as (read_stream, write_stream):
-            lines.reply_to(write_stream)
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            answered = lines.reply_to(write_stream)
+            await server.run(read_stream, answered, server.create_initialization_options())
 
     try:
         anyio.run(main)
+    except* (BrokenPipeError, ConnectionResetError):
+        pass  # the client stopped reading: nobody is left to answer
     finally:
-        os.dup2(wire, 0)  # the wire stays open: a reading thread may still block on it
+        os.dup2(wire, 0)
+        os.close(wire)
         tools.close()

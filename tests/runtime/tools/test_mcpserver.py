@@ -243,20 +243,62 @@ def replies(proc: subprocess.Popen, count: int) -> dict:
 
 
 def test_a_line_that_is_not_a_json_rpc_message_gets_its_error_reply(root):
+    lines = [b"not json", b"", b"[" * 5_000, b'{"id": 7, "hello": 1}', b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+             b'{"jsonrpc": "2.0", "id": [1], "method": "ping"}', b'{"jsonrpc": "2.0", "id": 1.0, "method": "ping"}',
+             b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}']
     proc = raw_server(root)
     try:
-        proc.stdin.write(b"not json\n\n" + b"[" * 100_000 + b"\n" + b'{"id": 7, "hello": 1}\n'
-                         b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}\n')
+        proc.stdin.write(b"\n".join(lines) + b"\n")
         proc.stdin.flush()
-        got = replies(proc, 4)
+        got = replies(proc, 8)  # the blank line is skipped
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
     finally:
         proc.kill()
-    assert [r["error"]["code"] for r in got[None]] == [-32700, -32700]  # the blank line is skipped
-    assert "Parse error" in got[None][0]["error"]["message"]
+    unnamed = [(r["error"]["code"], r["error"]["message"].split(":")[0]) for r in got[None]]
+    assert sorted(unnamed) == [(-32700, "Parse error")] * 2 + [(-32600, "Invalid Request")] * 4  # ids it cannot echo
+    assert any(r["error"]["message"] == "Parse error: nested too deeply" for r in got[None])
+    assert sum("an id must be a string or an integer" in r["error"]["message"] for r in got[None]) == 4
     assert got[7]["error"]["code"] == -32600 and "not a JSON-RPC 2.0 message" in got[7]["error"]["message"]
     assert got[8]["result"] == {}
+
+
+INITIALIZE = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+SLOW_SCRIPT = "x = 0\nfor i in [1:300000]:\n    x += 1\nprint(x)\n"
+
+
+def test_what_was_asked_before_the_input_ends_is_answered(root):
+    """The SDK ends its session at the end of its input and drops the calls under way; the server
+    answers them first: a call still running, and a last line without its newline."""
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "run_fdsl", "arguments": {"script": SLOW_SCRIPT}}}
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in [*INITIALIZE, call]))
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}')
+        proc.stdin.close()
+        got = replies(proc, 3)
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    assert got[5]["result"]["content"][0]["text"] == "300000\n" and got[6]["result"] == {}
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(root):
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE))
+        proc.stdin.flush()
+        reply_lines(proc, 1)
+        proc.stdout.close()  # then a request whose answer nobody reads
+        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 6, "method": "ping"}\n')
+        proc.stdin.flush()
+        assert proc.wait(timeout=60) == 0
+        stderr = proc.stderr.read().decode()
+    finally:
+        proc.kill()
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
 
 
 def vm_hwm_kib(pid: int) -> int:
@@ -290,3 +332,32 @@ def test_an_over_long_line_is_dropped_and_answered_without_being_held(root):
     assert got[2]["result"] == {}
     # at most the limit's worth of the line was held at once (8.5 MiB measured; all 64 would be 128+)
     assert grown_mib < MAX_LINE_BYTES / 2**20 + 4, f"the server's peak memory grew {grown_mib:.1f} MiB for a dropped line"
+
+
+def test_a_request_of_too_many_json_items_is_refused_before_it_is_parsed(root):
+    from runtime.tools.mcpserver import MAX_JSON_ITEMS
+
+    many = b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"x": [' + b"[]," * (2 << 20) + b"[]]}}"
+    commas = "# " + "a, b: c, " * 4_000 + "\n"  # one string: its commas and colons are not items
+    script = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+              "params": {"name": "run_fdsl", "arguments": {"script": commas + 'print("ok")\n'}}}
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE))
+        proc.stdin.flush()
+        replies(proc, 1)
+        before = vm_hwm_kib(proc.pid)
+        proc.stdin.write(many + b"\n" + json.dumps(script).encode() + b"\n")
+        proc.stdin.flush()
+        got = replies(proc, 2)
+        grown_mib = (vm_hwm_kib(proc.pid) - before) / 1024
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    (refused,) = got[None]
+    assert refused["error"]["code"] == -32600
+    assert refused["error"]["message"].startswith(f"request too large: over {MAX_JSON_ITEMS} JSON items")
+    # a parse of it took 1.3 GiB (measured); the refusal costs a few copies of the line at most
+    assert grown_mib < 64, f"the server's peak memory grew {grown_mib:.1f} MiB for a refused line"
+    assert got[3]["result"]["isError"] is False and got[3]["result"]["content"][0]["text"] == "ok\n"
