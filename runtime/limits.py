@@ -4,6 +4,7 @@ and the command line both check (a bad value is a usage error naming the argumen
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES, MIN_MAX_REPLY_BYTES
@@ -26,6 +27,14 @@ RANGES = (
 )
 
 
+def _shown(value) -> str:
+    """A bad value as an error names it (an int too long to print, by its size)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one run (documented defaults; the CLI and the API expose each)."""
@@ -44,10 +53,13 @@ class Limits:
         for name, lowest, highest, unit in RANGES:
             value = getattr(self, name)
             kinds = (int, float) if name == "timeout" else int
-            if not (isinstance(value, kinds) and not isinstance(value, bool) and lowest <= value <= highest):
+            ok = isinstance(value, kinds) and not isinstance(value, bool) and lowest <= value <= highest
+            if ok and name == "timeout" and isinstance(value, int):
+                ok = value <= sys.float_info.max  # a deadline is a float: an int past any float sets none
+            if not ok:
                 top = "" if highest == math.inf else f" to {highest}"
                 raise RunSetupError(f"{(names or {}).get(name, name)} must be a number of {unit} from {lowest}{top}, "
-                                    f"not {value!r}")
+                                    f"not {_shown(value)}")
 
     def worker_limits(self) -> dict:
         return {

@@ -72,6 +72,8 @@ def test_unknown_or_misplaced_language_options_are_usage_errors(tmp_path):
     ({"options": ["project"]}, "options must be a dict of the language's options, not list"),
     ({"timeout": 0}, "timeout must be a number of seconds from 0.001, not 0"),
     ({"timeout": "60"}, "timeout must be a number of seconds from 0.001, not '60'"),
+    ({"timeout": 10 ** 400}, "timeout must be a number of seconds from 0.001, not an integer of 1329 bits"),
+    ({"memory_mb": 10 ** 5000}, "memory_mb must be a number of MiB from 16 to 1048576, not an integer of 16610 bits"),
     ({"memory_mb": 2.5}, "memory_mb must be a number of MiB from 16 to 1048576, not 2.5"),
     ({"max_output": -1}, "max_output must be a number of bytes from 0 to 1099511627776, not -1"),
     ({"pdf_memory_mb": 64}, "pdf_memory_mb must be a number of MiB from 128 to 1048576, not 64"),
