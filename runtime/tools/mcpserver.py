@@ -84,6 +84,10 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes incl
 _STRUCTURAL = "[{,:"
 
 
+def _not_json(name: str):
+    raise ValueError(f"{name} is not JSON")  # Python's json takes NaN and Infinity; JSON does not
+
+
 class Refusal(NamedTuple):
     """A line's JSON-RPC error: the code's name in mcp.types, the message, the id (None: null)."""
 
@@ -204,7 +208,7 @@ class BoundedLines:
                 return Refusal("INVALID_REQUEST", f"request too large: over {MAX_JSON_ITEMS} JSON items "
                                "(strings, brackets, braces, commas and colons)")
         try:
-            message = json.loads(text)
+            message = json.loads(text, parse_constant=_not_json)
         except RecursionError:
             return Refusal("PARSE_ERROR", "Parse error: nested too deeply")
         except ValueError as exc:

@@ -243,20 +243,22 @@ def replies(proc: subprocess.Popen, count: int) -> dict:
 
 
 def test_a_line_that_is_not_a_json_rpc_message_gets_its_error_reply(root):
-    lines = [b"not json", b"", b"[" * 5_000, b'{"id": 7, "hello": 1}', b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
+    lines = [b"not json", b"", b"[" * 5_000, b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": NaN}}',
+             b'{"id": 7, "hello": 1}', b'{"jsonrpc": "2.0", "id": true, "method": "ping"}',
              b'{"jsonrpc": "2.0", "id": [1], "method": "ping"}', b'{"jsonrpc": "2.0", "id": 1.0, "method": "ping"}',
              b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', b'{"jsonrpc": "2.0", "id": 8, "method": "ping"}']
     proc = raw_server(root)
     try:
         proc.stdin.write(b"\n".join(lines) + b"\n")
         proc.stdin.flush()
-        got = replies(proc, 8)  # the blank line is skipped
+        got = replies(proc, 9)  # the blank line is skipped
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
     finally:
         proc.kill()
     unnamed = [(r["error"]["code"], r["error"]["message"].split(":")[0]) for r in got[None]]
-    assert sorted(unnamed) == [(-32700, "Parse error")] * 2 + [(-32600, "Invalid Request")] * 4  # ids it cannot echo
+    assert sorted(unnamed) == [(-32700, "Parse error")] * 3 + [(-32600, "Invalid Request")] * 4  # ids it cannot echo
+    assert any(r["error"]["message"] == "Parse error: NaN is not JSON" for r in got[None])
     assert any(r["error"]["message"] == "Parse error: nested too deeply" for r in got[None])
     assert sum("an id must be a string or an integer" in r["error"]["message"] for r in got[None]) == 4
     assert got[7]["error"]["code"] == -32600 and "not a JSON-RPC 2.0 message" in got[7]["error"]["message"]
