@@ -305,6 +305,10 @@ def command_mcp(args) -> int:
         import mcp  # noqa: F401  (the official SDK: an optional dependency)
     except ImportError as exc:
         raise UsageError(f"fdsl mcp needs the MCP SDK: pip install 'filesdsl[mcp]' ({exc})") from None
+    try:
+        os.fstat(0)
+    except OSError:
+        raise UsageError("fdsl mcp: its requests come on stdin, which is closed") from None
     from runtime.tools.calls import Tools
     from runtime.tools.mcpserver import serve_stdio
 

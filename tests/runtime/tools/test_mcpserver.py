@@ -152,6 +152,13 @@ def test_a_bad_root_is_a_usage_error_before_serving(tmp_path: Path):
     assert proc.returncode == 2 and proc.stdout == "" and "not a directory" in proc.stderr
 
 
+def test_a_closed_stdin_is_a_usage_error(root):
+    proc = subprocess.run([sys.executable, "-m", "runtime.cli", "mcp", "--root", str(root)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0))
+    assert proc.returncode == 2 and proc.stdout == "" and "its requests come on stdin, which is closed" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "name what to serve with --root DIR"),
     (["--root", "/"], "the machine's root directory would be open to the model"),
