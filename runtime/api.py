@@ -113,6 +113,8 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
         proc = _started_ahead(limits, isolation, lang)
         return_worker = _discard
     compile_started = time.monotonic()
+    compiled = shared.get("compiled") if shared is not None else None
+    reused = compiled is not None and (lang, filename, source) in compiled.entries
     started = False
     try:  # until run_worker owns the worker: one whose run does not start is given back (or ended)
         emitted = _compile(source, filename, lang, compile_started, shared)
@@ -143,7 +145,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     finally:
         handlers.close()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,
-                       figures=_figures(outcome, transpiled - compile_started, wall_started))
+                       figures=_figures(outcome, transpiled - compile_started, wall_started, reused))
     if outcome.status != "ok":
         _locate_failure(result, outcome, emitted, source)
     handlers.finish(result)
@@ -194,8 +196,9 @@ def _usage(exc: Exception, transpile_s: float) -> RunResult:
                      error_message=str(exc), figures={"transpile_s": transpile_s})
 
 
-def _figures(outcome, transpile_s: float, wall_started: float) -> dict:
-    figures = {"transpile_s": transpile_s, **outcome.figures}
+def _figures(outcome, transpile_s: float, wall_started: float, reused: bool) -> dict:
+    # compile_reused: 1 when a session had compiled this script already (transpile_s is then its lookup)
+    figures = {"transpile_s": transpile_s, "compile_reused": int(reused), **outcome.figures}
     figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
     figures["wall_s"] = time.monotonic() - wall_started
     figures["broker_peak_rss_kib"] = peak_rss_kib()
