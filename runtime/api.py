@@ -107,14 +107,14 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     `retire_worker` reaps it later, `return_worker` takes it back unused), locate the failure.
     `shared`: what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
+    compiled = shared.get("compiled") if shared is not None else None
+    reused = compiled is not None and (lang, filename, source) in compiled.entries  # a session compiled it already
     if take_worker is not None:
-        proc = _warmed(take_worker(), shared, (lang, filename, source))
+        proc = take_worker() if reused else _warmed(take_worker())  # a compiled script's code follows at once
     else:  # a one-shot run's worker starts (imports, hardens) on another core while the script compiles
         proc = _started_ahead(limits, isolation, lang)
         return_worker = _discard
     compile_started = time.monotonic()
-    compiled = shared.get("compiled") if shared is not None else None
-    reused = compiled is not None and (lang, filename, source) in compiled.entries
     started = False
     try:  # until run_worker owns the worker: one whose run does not start is given back (or ended)
         emitted = _compile(source, filename, lang, compile_started, shared)
@@ -168,16 +168,13 @@ def _discard(proc) -> None:
     _collect(proc)
 
 
-def _warmed(proc, shared: dict | None, script: tuple[str, str, str]):
+def _warmed(proc):
     """A worker taken before its script is compiled, told to warm its own compile path meanwhile
-    (a "warm" frame: the two run on two cores); not when the script is compiled already, as
-    the code then follows at once."""
-    compiled = shared.get("compiled") if shared is not None else None
-    if compiled is None or script not in compiled.entries:
-        try:
-            protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
-        except OSError:  # it died meanwhile: the run finds out, as with any dead worker
-            pass
+    (a "warm" frame: the two run on two cores)."""
+    try:
+        protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
+    except OSError:  # it died meanwhile: the run finds out, as with any dead worker
+        pass
     return proc
 
 
