@@ -163,6 +163,14 @@ def _gen_flag(s: SpanState, node, table: dict, flag: bool, **fallback) -> None:
         spans[id(node)] = (start, len(s.tokens))
 
 
+def _items(s: SpanState, items, table: dict | None = None, **fallback) -> None:
+    """Children separated by commas (arguments, subscripts, with-items, names, elements):
+    libcst gives every one but the last a comma by default."""
+    last = len(items) - 1
+    for i, item in enumerate(items):
+        _gen_flag(s, item, _COMMA_ITEM if table is None else table, i != last, default_comma=i != last, **fallback)
+
+
 def _ws(s: SpanState, node) -> None:
     """Whitespace, a comment or a newline (no span: never marked)."""
     cls = node.__class__
@@ -367,9 +375,7 @@ def _with(s: SpanState, node: cst.With) -> None:
         gen(s, node.lpar)
     elif needs_paren:
         tokens.append("(")
-    last = len(node.items) - 1
-    for i, item in enumerate(node.items):
-        _gen_flag(s, item, _COMMA_ITEM, i != last, default_comma=i != last)
+    _items(s, node.items)
     if isinstance(node.rpar, cst.RightParen):
         gen(s, node.rpar)
     elif needs_paren:
@@ -409,6 +415,16 @@ def _function_def(s: SpanState, node: cst.FunctionDef) -> None:
     tokens.append(":")
     gen(s, node.body)
     s.spans[id(node)] = (start, s.spans[id(node.body)][1])
+
+
+def _comma_item(field: str):
+    """An item of a comma-separated list that is one child, ``field`` (its span), and its comma."""
+    def render_item(s: SpanState, node, default_comma: bool) -> None:
+        start = len(s.tokens)
+        gen(s, getattr(node, field))
+        s.spans[id(node)] = (start, len(s.tokens))
+        _comma(s, node, default_comma)
+    return render_item
 
 
 def _with_item(s: SpanState, node: cst.WithItem, default_comma: bool) -> None:
@@ -477,18 +493,9 @@ def _global(s: SpanState, node: cst.Global, default_semicolon: bool) -> None:
     start = len(tokens)
     tokens.append("global")
     _ws(s, node.whitespace_after_global)
-    last = len(node.names) - 1
-    for i, item in enumerate(node.names):
-        _gen_flag(s, item, _COMMA_ITEM, i != last, default_comma=i != last)
+    _items(s, node.names)
     s.spans[id(node)] = (start, len(tokens))
     _semicolon(s, node, default_semicolon)
-
-
-def _name_item(s: SpanState, node: cst.NameItem, default_comma: bool) -> None:
-    start = len(s.tokens)
-    gen(s, node.name)
-    s.spans[id(node)] = (start, len(s.tokens))
-    _comma(s, node, default_comma)
 
 
 # ---- expressions ----------------------------------------------------------------------------------
@@ -504,19 +511,14 @@ def _atom(s: SpanState, node) -> None:  # Name, Integer, Float, SimpleString
         gen(s, p)
 
 
-def _binary(s: SpanState, node) -> None:  # BinaryOperation, BooleanOperation
-    start = _lpar(s, node)
-    gen(s, node.left)
-    gen(s, node.operator)
-    gen(s, node.right)
-    _rpar(s, node, start)
-
-
-def _unary(s: SpanState, node: cst.UnaryOperation) -> None:
-    start = _lpar(s, node)
-    gen(s, node.operator)
-    gen(s, node.expression)
-    _rpar(s, node, start)
+def _parenthesized(*fields: str):
+    """An expression whose children are the node's ``fields``, in order, inside its parentheses."""
+    def render_parenthesized(s: SpanState, node) -> None:
+        start = _lpar(s, node)
+        for field in fields:
+            gen(s, getattr(node, field))
+        _rpar(s, node, start)
+    return render_parenthesized
 
 
 def _comparison(s: SpanState, node: cst.Comparison) -> None:
@@ -538,9 +540,7 @@ def _call(s: SpanState, node: cst.Call) -> None:
     _ws(s, node.whitespace_after_func)
     s.tokens.append("(")
     _ws(s, node.whitespace_before_args)
-    last = len(node.args) - 1
-    for i, arg in enumerate(node.args):
-        _gen_flag(s, arg, _COMMA_ITEM, i != last, default_comma=i != last)
+    _items(s, node.args)
     s.tokens.append(")")
     _rpar(s, node, start)
 
@@ -564,31 +564,14 @@ def _arg(s: SpanState, node: cst.Arg, default_comma: bool) -> None:
     _ws(s, node.whitespace_after_arg)
 
 
-def _attribute(s: SpanState, node: cst.Attribute) -> None:
-    start = _lpar(s, node)
-    gen(s, node.value)
-    gen(s, node.dot)
-    gen(s, node.attr)
-    _rpar(s, node, start)
-
-
 def _subscript(s: SpanState, node: cst.Subscript) -> None:
     start = _lpar(s, node)
     gen(s, node.value)
     _ws(s, node.whitespace_after_value)
     gen(s, node.lbracket)
-    last = len(node.slice) - 1
-    for i, element in enumerate(node.slice):
-        _gen_flag(s, element, _COMMA_ITEM, i != last, default_comma=i != last)
+    _items(s, node.slice)
     gen(s, node.rbracket)
     _rpar(s, node, start)
-
-
-def _subscript_element(s: SpanState, node: cst.SubscriptElement, default_comma: bool) -> None:
-    start = len(s.tokens)
-    gen(s, node.slice)
-    s.spans[id(node)] = (start, len(s.tokens))
-    _comma(s, node, default_comma)
 
 
 def _index(s: SpanState, node: cst.Index) -> None:
@@ -618,19 +601,10 @@ def _collection(open_field: str, close_field: str):
     def render_collection(s: SpanState, node) -> None:  # List, Dict (their elements: ", " between)
         start = _lpar(s, node)
         gen(s, getattr(node, open_field))
-        last = len(node.elements) - 1
-        for i, element in enumerate(node.elements):
-            _gen_flag(s, element, _ELEMENT, i < last, default_comma=i < last, default_comma_whitespace=True)
+        _items(s, node.elements, _ELEMENT, default_comma_whitespace=True)
         gen(s, getattr(node, close_field))
         _rpar(s, node, start)
     return render_collection
-
-
-def _element(s: SpanState, node: cst.Element, default_comma: bool) -> None:
-    start = len(s.tokens)
-    gen(s, node.value)
-    s.spans[id(node)] = (start, len(s.tokens))
-    _comma(s, node, default_comma)
 
 
 def _dict_element(s: SpanState, node: cst.DictElement, default_comma: bool) -> None:
@@ -711,17 +685,19 @@ _FAST: dict[type, object] = {
     cst.IndentedBlock: _indented_block, cst.If: _if, cst.Else: _else, cst.For: _for, cst.While: _while,
     cst.With: _with, cst.FunctionDef: _function_def, cst.AssignTarget: _assign_target,
     cst.Name: _atom, cst.Integer: _atom, cst.Float: _atom, cst.SimpleString: _atom,
-    cst.BinaryOperation: _binary, cst.BooleanOperation: _binary, cst.UnaryOperation: _unary,
+    cst.BinaryOperation: _parenthesized("left", "operator", "right"),
+    cst.BooleanOperation: _parenthesized("left", "operator", "right"),
+    cst.UnaryOperation: _parenthesized("operator", "expression"),
     cst.Comparison: _comparison, cst.ComparisonTarget: _comparison_target, cst.Call: _call,
-    cst.Attribute: _attribute, cst.Subscript: _subscript, cst.Index: _index, cst.Slice: _slice,
+    cst.Attribute: _parenthesized("value", "dot", "attr"), cst.Subscript: _subscript, cst.Index: _index, cst.Slice: _slice,
     cst.List: _collection("lbracket", "rbracket"), cst.Dict: _collection("lbrace", "rbrace"),
     cst.IfExp: _if_exp, cst.NamedExpr: _named_expr,
 }
 _SMALL = {cst.Expr: _expr_stmt, cst.Assign: _assign, cst.Return: _return, cst.Pass: _keyword_stmt("pass"),
           cst.Break: _keyword_stmt("break"), cst.Continue: _keyword_stmt("continue"), cst.Global: _global}
-_COMMA_ITEM = {cst.Arg: _arg, cst.SubscriptElement: _subscript_element, cst.WithItem: _with_item,
-               cst.NameItem: _name_item}
-_ELEMENT = {cst.Element: _element, cst.DictElement: _dict_element}
+_COMMA_ITEM = {cst.Arg: _arg, cst.SubscriptElement: _comma_item("slice"), cst.WithItem: _with_item,
+               cst.NameItem: _comma_item("name")}
+_ELEMENT = {cst.Element: _comma_item("value"), cst.DictElement: _dict_element}
 _ELIF = {cst.If: _if}
 
 for _name in dir(cst):
