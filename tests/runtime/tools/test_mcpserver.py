@@ -315,26 +315,34 @@ def vm_hwm_kib(pid: int) -> int:
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
 
 
-def test_an_over_long_line_is_dropped_and_answered_without_being_held(root):
-    from runtime.tools.mcpserver import MAX_LINE_BYTES
-
+def replies_and_growth(root: Path, opening: bytes, payload, count: int) -> tuple[dict, float]:
+    """Start a server, send `opening` and read its one reply, then send the chunks of `payload`
+    and read `count` replies: those replies by id, and how much the server's peak resident
+    memory grew meanwhile (MiB). The server then ends cleanly at the end of its input."""
     proc = raw_server(root)
     try:
-        proc.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n')
+        proc.stdin.write(opening)
         proc.stdin.flush()
-        assert replies(proc, 1)[1]["result"] == {}
+        replies(proc, 1)
         before = vm_hwm_kib(proc.pid)
-        chunk = b"x" * (1 << 20)
-        for _ in range(64):  # 64 MiB on one line, 8x the limit
+        for chunk in payload:
             proc.stdin.write(chunk)
-        proc.stdin.write(b'\n{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n')
         proc.stdin.flush()
-        got = replies(proc, 2)
+        got = replies(proc, count)
         grown_mib = (vm_hwm_kib(proc.pid) - before) / 1024
         proc.stdin.close()
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
     finally:
         proc.kill()
+    return got, grown_mib
+
+
+def test_an_over_long_line_is_dropped_and_answered_without_being_held(root):
+    from runtime.tools.mcpserver import MAX_LINE_BYTES
+
+    chunk = b"x" * (1 << 20)  # 64 MiB on one line, 8x the limit
+    got, grown_mib = replies_and_growth(root, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}\n',
+                                        [chunk] * 64 + [b'\n{"jsonrpc": "2.0", "id": 2, "method": "ping"}\n'], 2)
     (error,) = got[None]
     assert error["error"]["code"] == -32600
     assert error["error"]["message"] == f"request line too long: over {MAX_LINE_BYTES} bytes ({64 << 20} bytes, dropped)"
@@ -350,20 +358,8 @@ def test_a_request_of_too_many_json_items_is_refused_before_it_is_parsed(root):
     commas = "# " + "a, b: c, " * 4_000 + "\n"  # one string: its commas and colons are not items
     script = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
               "params": {"name": "run_fdsl", "arguments": {"script": commas + 'print("ok")\n'}}}
-    proc = raw_server(root)
-    try:
-        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE))
-        proc.stdin.flush()
-        replies(proc, 1)
-        before = vm_hwm_kib(proc.pid)
-        proc.stdin.write(many + b"\n" + json.dumps(script).encode() + b"\n")
-        proc.stdin.flush()
-        got = replies(proc, 2)
-        grown_mib = (vm_hwm_kib(proc.pid) - before) / 1024
-        proc.stdin.close()
-        assert proc.wait(timeout=30) == 0, proc.stderr.read()
-    finally:
-        proc.kill()
+    got, grown_mib = replies_and_growth(root, b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE),
+                                        [many + b"\n" + json.dumps(script).encode() + b"\n"], 2)
     (refused,) = got[None]
     assert refused["error"]["code"] == -32600
     assert refused["error"]["message"].startswith(f"request too large: over {MAX_JSON_ITEMS} JSON items")
