@@ -163,7 +163,8 @@ def _started_ahead(limits: Limits, isolation: str, lang: str):
 
 
 def _discard(proc) -> None:
-    """A worker whose run did not start: ended, and reaped before the result returns."""
+    """A worker that will run nothing (a run that did not start, a session's spare): its process
+    group ended, and the worker reaped before the caller goes on."""
     kill_group(proc.pid)
     _collect(proc)
 

@@ -32,6 +32,7 @@ from runtime.api import (
     LANGUAGE_RUNS,
     RunResult,
     _check_arguments,
+    _discard,
     _sandbox,
     _usage,
     execute,
@@ -41,7 +42,7 @@ from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
-from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, start_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, prime, start_worker
 from runtime.zygote import Zygote
 
 MAX_POOL = 16
@@ -190,11 +191,6 @@ def _exited(proc) -> bool:
         return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
-
-
-def _discard(proc) -> None:
-    kill_group(proc.pid)
-    _collect(proc)
 
 
 class Session:

@@ -26,11 +26,6 @@ SCRIPT_FILENAME = "<script>"
 # Compiled (never run) by a worker started ahead, before it waits: the shapes the languages emit,
 # so that a script's own compile_restricted does not pay for RestrictedPython's first pass through
 # its code in a fresh process (0.45 -> 0.25 ms for one line, 1.3 -> 0.6 ms for 20 statements).
-# What a "warm" frame compiles while the broker compiles the script: after a pause, the worker's
-# compile path is cold (its core's caches hold other work), and warming it in parallel with the
-# broker's transpile takes half a millisecond off a run's critical path (bench/session.py).
-WARM_LINE = 'print(x.y(1, "a")[0])\n'
-
 WARM_UP = """
 @ps_run({3: 1})
 def ps_script():
@@ -46,6 +41,11 @@ def ps_script():
             else:
                 ps_step(); break
 """
+
+# What a "warm" frame compiles while the broker compiles the script: after a pause, the worker's
+# compile path is cold (its core's caches hold other work), and warming it in parallel with the
+# broker's transpile takes half a millisecond off a run's critical path (bench/session.py).
+WARM_LINE = 'print(x.y(1, "a")[0])\n'
 
 # A language's generated code runs with sandbox_worker/lang/<lang>'s restricted_globals(client).
 # Only the run's own language is imported (before hardening: afterwards nothing can be).
