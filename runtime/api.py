@@ -19,7 +19,7 @@ from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
-from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, run_worker, start_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, run_worker, send_ahead, start_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
@@ -116,12 +116,14 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
         return_worker = _discard
     compile_started = time.monotonic()
     started = False
+    unsent = None
     try:  # until run_worker owns the worker: one whose run does not start is given back (or ended)
         emitted = _compile(source, filename, lang, compile_started, shared)
         if isinstance(emitted, RunResult):
             return emitted
         transpiled = time.monotonic()
         deadline = time.monotonic() + limits.timeout
+        unsent = send_ahead(proc, emitted.python, lang)  # it compiles while the broker is built
         try:
             handlers = LANGUAGE_RUNS[lang](sandbox_of(), approve=approve, limits=limits, deadline=deadline,
                                            isolation=isolation, options=dict(options or {}), shared=shared)
@@ -129,8 +131,8 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
             return _usage(exc, transpiled - compile_started)
         started = True
     finally:
-        if proc is not None and not started:
-            return_worker(proc)
+        if not started:  # a worker sent its code is not given back: it holds a script now
+            (return_worker if unsent is None else _discard)(proc)
     chunks: list[str] = []
 
     def collect(text: str) -> None:
@@ -141,7 +143,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
                              lang=lang, isolation=isolation, proc=proc, retire=retire_worker if take_worker else None,
-                             primed=proc is not None)
+                             primed=True, unsent=unsent)
     finally:
         handlers.close()
     result = RunResult(exit_code=EXIT_OK, output="".join(chunks), layers=outcome.layers,
@@ -153,10 +155,12 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
 
 
 def _started_ahead(limits: Limits, isolation: str, lang: str):
-    """A new worker, sent its start frame: None when this process started one ahead already
-    (a server runner's, which run_worker takes)."""
+    """A worker sent its start frame: the one this process started ahead (a server runner's,
+    which has imported every language), or a new one."""
     if PRESTARTED:
-        return None
+        proc = PRESTARTED.pop(0)
+        prime(proc, limits, isolation)
+        return proc
     proc = start_worker()
     prime(proc, limits, isolation, lang)
     return proc

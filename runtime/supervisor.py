@@ -95,10 +95,11 @@ class WorkerRun:
     def __init__(self, code: str, broker: Broker, limits: Limits, deadline: float,
                  on_output: Callable[[str], None], mode: str, lang: str,
                  layers: frozenset[str] | None, isolation: str, proc: subprocess.Popen | None = None,
-                 retire: Callable[[subprocess.Popen], None] | None = None, primed: bool = False) -> None:
+                 retire: Callable[[subprocess.Popen], None] | None = None, primed: bool = False,
+                 unsent: bytes | None = None) -> None:
         self.broker, self.limits, self.deadline, self.on_output = broker, limits, deadline, on_output
         self.start_frame = start_frame(limits, isolation, layers, lang)
-        self.code_frame = {"t": "code", "code": code, "lang": lang, "mode": mode}
+        self.code_frame = code_frame(code, lang, mode)
         self.state = State.STARTING
         self.result = WorkerResult(status="crash")
         self.frames = protocol.FrameBuffer(protocol.MAX_REQUEST_BYTES)
@@ -107,6 +108,7 @@ class WorkerRun:
         self.peak_kib: int | None = None
         self.proc = proc  # a worker started ahead (a session's pool), or None: start one
         self.primed = primed  # proc has its start frame already (prime()): it is sent the code only
+        self.unsent = unsent  # not None: the code frame was written ahead (send_ahead), all but this
         self.retire = retire  # a session's pool reaps a finished worker later; None: reaped here
         self.stop_by: float | None = None  # set at the deadline: the worker's grace to report its line
 
@@ -152,7 +154,7 @@ class WorkerRun:
         self.to_worker, self.from_worker, self.diagnostics_fd = proc.stdin.fileno(), proc.stdout.fileno(), proc.stderr.fileno()
         os.set_blocking(self.to_worker, False)
         self.outbox = bytearray() if self.primed else bytearray(protocol.encode(self.start_frame))
-        self.outbox += protocol.encode(self.code_frame)
+        self.outbox += protocol.encode(self.code_frame) if self.unsent is None else self.unsent
         self.writer_open = True
         self.open_fds = {self.from_worker, self.diagnostics_fd}
         self.watcher = Resident(self.pid)
@@ -334,15 +336,39 @@ def run_worker(
     proc: subprocess.Popen | None = None,
     retire: Callable[[subprocess.Popen], None] | None = None,
     primed: bool = False,
+    unsent: bytes | None = None,
 ) -> WorkerResult:
     """Run `code` in a fresh worker. `layers` (trusted callers only: tests, `fdsl audit`)
     applies a subset of the hardening layers; `isolation="strict"` makes the worker refuse to
     run the script unless every layer is in force. `proc`: a worker started ahead by
     `start_worker(preload=True)` that has run nothing yet (runtime/session.py); `retire`: given
     the worker, killed, after a run that ended normally, to reap it later (the session's pool);
-    `primed`: proc was given its start frame already (`prime`)."""
+    `primed`: proc was given its start frame already (`prime`); `unsent`: and its code frame too
+    (`send_ahead`), all but these bytes."""
     return WorkerRun(code, broker, limits, deadline, on_output, mode, lang, layers, isolation, proc, retire,
-                     primed).run()
+                     primed, unsent).run()
+
+
+def code_frame(code: str, lang: str, mode: str = "restricted") -> dict:
+    return {"t": "code", "code": code, "lang": lang, "mode": mode}
+
+
+def send_ahead(proc: subprocess.Popen, code: str, lang: str) -> bytes:
+    """Write a primed worker its code frame as soon as the script is compiled, before the run's
+    broker is built: the worker compiles the script (RestrictedPython) meanwhile, on its own
+    core. Nothing of the script can act before the broker serves it, since all it can do is
+    ask the broker. Returns what did not fit in the pipe (run_worker's `unsent`, written as the
+    worker reads): the write never waits, so a worker that does not read cannot hold the run
+    past its deadline."""
+    frame = protocol.encode(code_frame(code, lang))
+    try:
+        os.set_blocking(proc.stdin.fileno(), False)
+        written = os.write(proc.stdin.fileno(), frame)
+    except BlockingIOError:
+        written = 0
+    except OSError:  # it died meanwhile: the run finds out, as with any dead worker
+        return b""
+    return frame[written:]
 
 
 def start_frame(limits: Limits, isolation: str, layers: frozenset[str] | None = None, lang: str | None = None) -> dict:
