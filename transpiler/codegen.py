@@ -67,18 +67,20 @@ class SpanState(CodegenState):
 
     def line_cols(self, wanted: set[int]) -> dict[int, tuple[int, int]]:
         """libcst's (line, column) after the first ``i`` tokens, for each ``i`` in ``wanted``."""
-        tokens = self.tokens
-        whole = "".join(tokens)
+        whole = "".join(self.tokens)
         if "\r" in whole:  # libcst counts newlines token by token (\r then \n are two)
             return self._line_cols_by_token(wanted)
-        ends = [0, *accumulate(map(len, tokens))]
-        breaks = [m.end() for m in _NEWLINE_RE.finditer(whole)]
-        out = {}
-        for i in wanted:
-            offset = ends[i]
-            n = bisect_right(breaks, offset)
-            out[i] = (n + 1, offset - (breaks[n - 1] if n else 0))
-        return out
+        ends = self.ends()
+        at = offset_line_cols(whole, {ends[i] for i in wanted})
+        return {i: at[ends[i]] for i in wanted}
+
+    def ends(self) -> list[int]:
+        """The length of the text after the first ``i`` tokens, for every ``i``."""
+        return [0, *accumulate(map(len, self.tokens))]
+
+    def tail(self) -> str:
+        """The token ``text()`` leaves out (the module's trailing newline), or ""."""
+        return self.tokens[-1] if self.popped and self.tokens else ""
 
     def _line_cols_by_token(self, wanted: set[int]) -> dict[int, tuple[int, int]]:
         out, line, column = {}, 1, 0
@@ -94,6 +96,16 @@ class SpanState(CodegenState):
         if len(self.tokens) in wanted:
             out[len(self.tokens)] = (line, column)
         return out
+
+
+def offset_line_cols(whole: str, offsets: set[int]) -> dict[int, tuple[int, int]]:
+    """libcst's (line, column) at each character offset of ``whole``, a text without "\\r"."""
+    breaks = [m.end() for m in _NEWLINE_RE.finditer(whole)]
+    out = {}
+    for offset in offsets:
+        n = bisect_right(breaks, offset)
+        out[offset] = (n + 1, offset - (breaks[n - 1] if n else 0))
+    return out
 
 
 class _Syntactic:

@@ -13,7 +13,7 @@ from typing import Callable
 
 import libcst as cst
 
-from .codegen import SpanState, render
+from .codegen import SpanState, offset_line_cols, render
 from .errors import DSLError
 from .sourcemap import SourceMap
 from .tree import Node
@@ -82,18 +82,39 @@ class EmitterBase:
 
     def finish(self, module: cst.Module, lines_of=()) -> Emitted:
         """The module's text and source map. `lines_of`: marked nodes whose generated line
-        (their statement's own, after its comment lines) is wanted: ``self.generated_lines``."""
+        (their statement's own, after its comment lines) is wanted: ``self.generated_lines``.
+        The source map is made when first read: a run reads it only to place an error."""
         # One codegen pass gives both the text and every node's span.
         state = SpanState(module.default_indent, module.default_newline)
         render(module, state)
-        spans = state.spans
-        marked = [(spans[key], dnode, is_stmt) for key, (_, dnode, is_stmt) in self.origin.items() if key in spans]
-        at = state.line_cols({i for span, _, _ in marked for i in span})
-        stmts, exprs = [], []
-        for (start, end), dnode, is_stmt in marked:
-            (stmts if is_stmt else exprs).append(at[start] + at[end] + (dnode.line, dnode.col))
-        self.generated_lines = {id(node): at[spans[id(node)][0]][0] for node in lines_of}
-        return Emitted(state.text(), SourceMap(sorted(set(stmts)), sorted(set(exprs))))
+        spans, text, tail = state.spans, state.text(), state.tail()
+        if "\r" in text or "\r" in tail:  # positions counted token by token (codegen.SpanState.line_cols)
+            marked = [(spans[key], dnode, is_stmt) for key, (_, dnode, is_stmt) in self.origin.items() if key in spans]
+            at = state.line_cols({i for span, _, _ in marked for i in span})
+            self.generated_lines = {id(node): at[spans[id(node)][0]][0] for node in lines_of}
+            entries = [at[start] + at[end] + (dnode.line, dnode.col, is_stmt) for (start, end), dnode, is_stmt in marked]
+            return Emitted(text, SourceMap(*_split(entries)))
+        ends = state.ends()  # token counts -> character offsets: the map keeps the text, not the tokens
+        marked = [(ends[span[0]], ends[span[1]], dnode.line, dnode.col, is_stmt)
+                  for key, (_, dnode, is_stmt) in self.origin.items() if (span := spans.get(key)) is not None]
+        if lines_of:
+            starts = {id(node): ends[spans[id(node)][0]] for node in lines_of}
+            at = offset_line_cols(text + tail, set(starts.values()))
+            self.generated_lines = {key: at[offset][0] for key, offset in starts.items()}
+
+        def source_map() -> tuple[list, list]:
+            at = offset_line_cols(text + tail, {offset for entry in marked for offset in entry[:2]})
+            return _split([at[start] + at[end] + (line, col, is_stmt) for start, end, line, col, is_stmt in marked])
+
+        return Emitted(text, SourceMap.deferred(source_map))
+
+
+def _split(entries: list[tuple]) -> tuple[list, list]:
+    """(statements, expressions), each sorted and without repeats, from entries that end with
+    whether they are a statement's."""
+    stmts = sorted({entry[:-1] for entry in entries if entry[-1]})
+    exprs = sorted({entry[:-1] for entry in entries if not entry[-1]})
+    return stmts, exprs
 
 
 def emit_guarded(build: Callable[[], Emitted]) -> Emitted:

@@ -14,7 +14,7 @@ There is one per emitted statement (``statements``) and one per emitted expressi
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Callable, Iterable
 
 __all__ = ["SourceMap", "Entry"]
 
@@ -31,8 +31,33 @@ def _size(e: Entry) -> tuple[int, int]:
 
 class SourceMap:
     def __init__(self, statements: Iterable[Entry] = (), expressions: Iterable[Entry] = ()):
-        self.statements: list[Entry] = [tuple(map(int, e)) for e in statements]
-        self.expressions: list[Entry] = [tuple(map(int, e)) for e in expressions]
+        self._statements: list[Entry] = [tuple(map(int, e)) for e in statements]
+        self._expressions: list[Entry] = [tuple(map(int, e)) for e in expressions]
+        self._build: Callable[[], tuple[list[Entry], list[Entry]]] | None = None
+
+    @classmethod
+    def deferred(cls, build: Callable[[], tuple[list[Entry], list[Entry]]]) -> "SourceMap":
+        """A map whose entries ``build()`` makes (the emitter's: sorted int tuples) when first
+        read: most runs never place an error."""
+        made = cls()
+        made._build = build
+        return made
+
+    def _made(self) -> None:
+        build = self._build
+        if build is not None:
+            self._statements, self._expressions = build()
+            self._build = None
+
+    @property
+    def statements(self) -> list[Entry]:
+        self._made()
+        return self._statements
+
+    @property
+    def expressions(self) -> list[Entry]:
+        self._made()
+        return self._expressions
 
     @property
     def entries(self) -> list[Entry]:
