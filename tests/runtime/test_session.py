@@ -144,6 +144,27 @@ def test_a_script_that_does_not_compile_leaves_the_worker_waiting(docs):
         assert session.run("print(3)\n").output == "3\n" and [p.pid for p in taken] == [first]
 
 
+def test_a_worker_sent_its_script_is_never_given_back(docs):
+    """A compiled script goes to its worker before the run's broker is built (supervisor.send_ahead):
+    when that then fails (here an unknown PromptScript option), the worker holds a script, so it is
+    ended, not given back, and the next run takes another."""
+    with Session(root=str(docs), options={"bogus": 1}, timeout=30, workers=1) as session:
+        first = waiting(session)[0]
+        refused = session.run("log(1)\n", lang="ps")
+        assert refused.exit_code == EXIT_USAGE and "unknown PromptScript option(s) bogus" in refused.error
+        assert first not in session.pool.ready
+        with pytest.raises(ChildProcessError):  # killed and reaped before the run returned
+            os.waitpid(first.pid, os.WNOHANG)
+        taken, take = [], session.pool.take
+
+        def recorded():
+            taken.append(take())
+            return taken[-1]
+
+        session.pool.take = recorded
+        assert session.run("print(4)\n").output == "4\n" and taken and taken[0].pid != first.pid
+
+
 def test_a_waiting_worker_has_applied_the_sessions_limits_before_any_run(docs):
     import select
 
