@@ -59,13 +59,14 @@ class WarmRuns:
         if signature != self.signature:
             from runtime.session import Session
 
-            self.close()
-            try:
-                self.session = Session(sandbox=sandbox, approve=approve, workers=2, **limits)
+            try:  # made before the old one closes, so that the zygote they share stays up
+                session = Session(sandbox=sandbox, approve=approve, workers=2, **limits)
             except RunSetupError:  # run_script reports it as a usage error
+                self.close()
                 return run_script(source, sandbox=sandbox, lang=lang, approve=approve, filename=filename,
                                   on_output=on_output, **limits)
-            self.signature = signature
+            self.close()
+            self.session, self.signature = session, signature
         self.session.approve = approve  # this request's terminal
         result = self.session.run(source, lang=lang, filename=filename, on_output=on_output)
         self.warm = True

@@ -7,8 +7,9 @@
 
 What a Session keeps between runs is the broker's: the Sandbox (policy and mounts, checked
 once), the document store (parsed documents and the PDF extractor), the compiled scripts, a
-pool of workers started ahead and the zygote that forks them (runtime/zygote.py: a process
-that has only imported, never run a script). What it never keeps is a worker: each run takes
+pool of workers started ahead and, with the process's other sessions, the zygote that forks
+them (runtime/zygote.py: a process that has only imported, never run a script; ended with the
+last session). What it never keeps is a worker: each run takes
 a worker that has run nothing yet (forked before its script arrived, its imports done,
 hardened with every layer as a one-shot run is, the session's limits applied, waiting for its
 script), and kills its whole process group before the run returns. A background thread reaps
@@ -28,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from runtime import zygote
 from runtime.api import (
     LANGUAGE_RUNS,
     RunResult,
@@ -43,7 +45,6 @@ from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
 from runtime.supervisor import PRESTARTED, Limits, _collect, prime, start_worker
-from runtime.zygote import Zygote
 
 MAX_POOL = 16
 
@@ -55,8 +56,8 @@ class WorkerPool:
     are reaped, and their replacements started, by the session's Upkeep thread once the run is
     over: off the run's path and not competing with it for the GIL.
 
-    Workers are forked by the pool's zygote (runtime/zygote.py: a fresh start's imports done
-    once), or started fresh where it cannot fork them. The first ones are made by the Upkeep
+    Workers are forked by the zygote the process's pools share (runtime/zygote.py: a fresh
+    start's imports done once), or started fresh where it cannot fork them. The first ones are made by the Upkeep
     thread too, so that making a session does not wait for the zygote's start; a worker this
     process started ahead (a server runner's, runtime/runner.py) joins the pool at once."""
 
@@ -66,7 +67,7 @@ class WorkerPool:
         self.ready: list = []
         self.retired: list = []
         self.closed = False
-        self.zygote = Zygote()
+        self.zygote = zygote.acquire()  # the process's, shared with its other sessions
         while PRESTARTED and len(self.ready) < size:  # a server runner's, waiting already: the first run's
             proc = PRESTARTED.pop(0)
             prime(proc)
@@ -130,7 +131,7 @@ class WorkerPool:
         self.reap_retired()
         for proc in waiting:
             _discard(proc)
-        self.zygote.close()
+        zygote.release(self.zygote)
 
 
 class Upkeep:

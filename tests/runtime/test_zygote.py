@@ -203,6 +203,29 @@ def test_a_session_runs_on_forked_workers(docs_root):
         assert session.pool.zygote.forked >= 3 and session.pool.zygote.broken is None
 
 
+def test_the_sessions_of_a_process_share_one_zygote_which_ends_with_the_last(docs_root, tmp_path):
+    """A fleet's pool process makes a session per root: each would otherwise start a zygote of
+    its own (a Python start) for one job. The last session to close ends it."""
+    other = tmp_path / "other"
+    other.mkdir()
+    first = Session(root=docs_root, timeout=20, workers=1)
+    second = Session(root=str(other), timeout=20, workers=1)
+    try:
+        assert first.run("print(1)\n").output == "1\n" and second.run("print(2)\n").output == "2\n"
+        assert first.pool.zygote is second.pool.zygote
+        pid = first.pool.zygote.proc.pid
+        first.close()
+        assert second.run("print(3)\n").output == "3\n" and second.pool.zygote.proc.pid == pid
+        assert psutil.pid_exists(pid)
+    finally:
+        first.close()
+        second.close()
+    with pytest.raises(ChildProcessError):  # ended and reaped by the last close
+        os.waitpid(pid, os.WNOHANG)
+    with Session(root=docs_root, timeout=20, workers=1) as third:  # a new one for the sessions after
+        assert third.run("print(4)\n").output == "4\n" and third.pool.zygote.proc.pid != pid
+
+
 def test_close_during_a_spawn_on_the_same_thread_does_not_deadlock(zygote, monkeypatch):
     """A Session's finalizer, run by the GC on the Upkeep thread while it spawns, closes the pool."""
     _collect(zygote.spawn())
