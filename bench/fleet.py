@@ -1,7 +1,10 @@
 """run-many throughput (scripts/s) on this machine: the local pool against Ray against a plain
 loop of run_script, in one run.
 
-    python bench/fleet.py [--scripts 60] [--jobs 2] [--no-ray]
+    python bench/fleet.py [--scripts 60] [--jobs 2] [--roots 1] [--no-ray]
+
+`--roots N` spreads the jobs over N directories, as rollouts each in its own workspace are
+(a pool process then makes a session per root).
 
 Nothing here is a test; read the ratios (shared, noisy machines).
 """
@@ -36,15 +39,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scripts", type=int, default=60)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--roots", type=int, default=1, help="directories the jobs are spread over")
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp())
-    for i in range(20):
-        (root / f"d{i}.txt").write_text("word " * 2000)
-    jobs = [Job(i, f"<{i}>", SOURCE, "fdsl", root=str(root), limits={"timeout": 60}) for i in range(args.scripts)]
-    print(f"{args.scripts} scripts, {args.jobs} at once")
+    roots = [Path(tempfile.mkdtemp()) for _ in range(args.roots)]
+    for root in roots:
+        for i in range(20):
+            (root / f"d{i}.txt").write_text("word " * 2000)
+    jobs = [Job(i, f"<{i}>", SOURCE, "fdsl", root=str(roots[i % args.roots]), limits={"timeout": 60})
+            for i in range(args.scripts)]
+    print(f"{args.scripts} scripts over {args.roots} root(s), {args.jobs} at once")
     serial = rate("run_script in a loop", args.scripts,
-                  lambda: ({"exit_code": run_script(SOURCE, root=root).exit_code} for _ in range(args.scripts)))
+                  lambda: ({"exit_code": run_script(SOURCE, root=roots[i % args.roots]).exit_code}
+                           for i in range(args.scripts)))
     local = rate("run-many, local pool", args.scripts, lambda: run_many(jobs, workers=args.jobs))
     print(f"  local pool / loop: {local / serial:.1f}x")
     if not args.no_ray:
