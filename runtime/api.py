@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runtime.broker import Broker, Handlers
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
+from runtime.compile import SESSIONS_COMPILED, compile_script
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
 from runtime.index.prefilter import RunIndex
@@ -107,8 +108,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     `retire_worker` reaps it later, `return_worker` takes it back unused), locate the failure.
     `shared`: what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
-    compiled = shared.get("compiled") if shared is not None else None
-    reused = compiled is not None and (lang, filename, source) in compiled.entries  # a session compiled it already
+    reused = shared is not None and (lang, filename, source) in SESSIONS_COMPILED  # a session compiled it already
     if take_worker is not None:
         proc = take_worker() if reused else _warmed(take_worker())  # a compiled script's code follows at once
     else:  # a one-shot run's worker starts (imports, hardens) on another core while the script compiles
@@ -199,7 +199,7 @@ def _usage(exc: Exception, transpile_s: float) -> RunResult:
 
 
 def _figures(outcome, transpile_s: float, wall_started: float, reused: bool) -> dict:
-    # compile_reused: 1 when a session had compiled this script already (transpile_s is then its lookup)
+    # compile_reused: 1 when a session of this process had compiled this script already (transpile_s is then its lookup)
     figures = {"transpile_s": transpile_s, "compile_reused": int(reused), **outcome.figures}
     figures["run_s"] = outcome.figures["worker_s"] - (outcome.figures["worker_start_s"] or 0.0)
     figures["wall_s"] = time.monotonic() - wall_started
@@ -220,14 +220,14 @@ def _sandbox(root, mounts, lang: str, options: dict):
 
 
 def _compile(source: str, filename: str, lang: str, started: float, shared: dict | None = None):
-    """The emitted module, or the RunResult of a script that does not compile. A session's runs
-    (`shared`) keep what they compiled: the same script again is not compiled again."""
+    """The emitted module, or the RunResult of a script that does not compile. The runs of a
+    process's sessions (`shared`) keep what they compiled: the same script again is not compiled
+    again, in whichever session it runs."""
     import transpiler
-    from runtime.compile import CompiledScripts, compile_script
 
     try:
         if shared is not None:
-            return shared.setdefault("compiled", CompiledScripts()).compile(source, filename, lang)
+            return SESSIONS_COMPILED.compile(source, filename, lang)
         return compile_script(source, filename=filename, lang=lang)
     except transpiler.DSLError as exc:
         return RunResult(

@@ -102,10 +102,11 @@ def compile_script(source: str, filename: str = "<script>", lang: str = "fdsl", 
 
 
 class CompiledScripts:
-    """A session's scripts compiled already, by (language, filename, source): compiling is pure,
-    so a script run again in the session skips it. The least recently run go first past
-    `max_scripts` scripts or `max_chars` characters of source. A script that does not compile
-    is not kept (its error is found again, quickly)."""
+    """Scripts compiled already, by (language, filename, source): compiling is pure (nothing of
+    a sandbox or a limit goes in), so a script run again skips it. The least recently run go
+    first past `max_scripts` scripts or `max_chars` characters of source. A script that does not
+    compile is not kept (its error is found again, quickly). Thread-safe: the sessions of a
+    process share `SESSIONS_COMPILED`, and each may run on its own thread."""
 
     def __init__(self, max_scripts: int = 256, max_chars: int = 8 << 20) -> None:
         from collections import OrderedDict
@@ -113,17 +114,29 @@ class CompiledScripts:
         self.max_scripts, self.max_chars = max_scripts, max_chars
         self.entries: OrderedDict = OrderedDict()
         self.chars = 0
+        self.lock = threading.Lock()
+
+    def __contains__(self, key: tuple[str, str, str]) -> bool:
+        return key in self.entries
 
     def compile(self, source: str, filename: str, lang: str):
         key = (lang, filename, source)
-        emitted = self.entries.get(key)
-        if emitted is not None:
-            self.entries.move_to_end(key)
-            return emitted
-        emitted = compile_script(source, filename=filename, lang=lang)
-        self.entries[key] = emitted
-        self.chars += len(source)
-        while len(self.entries) > self.max_scripts or self.chars > self.max_chars:
-            (_, _, dropped), _ = self.entries.popitem(last=False)
-            self.chars -= len(dropped)
+        with self.lock:
+            emitted = self.entries.get(key)
+            if emitted is not None:
+                self.entries.move_to_end(key)
+                return emitted
+        emitted = compile_script(source, filename=filename, lang=lang)  # (outside the lock: another session's compile goes on)
+        with self.lock:
+            if key not in self.entries:
+                self.entries[key] = emitted
+                self.chars += len(source)
+            while len(self.entries) > self.max_scripts or self.chars > self.max_chars:
+                (_, _, dropped), _ = self.entries.popitem(last=False)
+                self.chars -= len(dropped)
         return emitted
+
+
+# What this process's sessions compiled (runtime/session.py, the fleet's pool processes: a
+# session per root, often running the same scripts).
+SESSIONS_COMPILED = CompiledScripts()
