@@ -109,20 +109,23 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     `shared`: what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
     reused = shared is not None and (lang, filename, source) in SESSIONS_COMPILED  # a session compiled it already
-    if take_worker is not None:
-        proc = take_worker() if reused else _warmed(take_worker())  # a compiled script's code follows at once
-    else:  # a one-shot run's worker starts (imports, hardens) on another core while the script compiles
-        proc = _started_ahead(limits, isolation, lang)
-        return_worker = _discard
-    compile_started = time.monotonic()
+    pooled = take_worker is not None
+    if not pooled:  # a one-shot run's worker starts (imports, hardens) on another core while the script compiles
+        take_worker, return_worker = (lambda: _started_ahead(limits, isolation, lang)), _discard
+    proc = None
     started = False
     unsent = None
     try:  # until run_worker owns the worker: one whose run does not start is given back (or ended)
+        proc = take_worker()
+        if pooled and not reused:  # (a compiled script's code follows at once)
+            _warmed(proc)
+        compile_started = time.monotonic()
         emitted = _compile(source, filename, lang, compile_started, shared)
         if isinstance(emitted, RunResult):
             return emitted
         transpiled = time.monotonic()
         deadline = time.monotonic() + limits.timeout
+        unsent = b""  # from here the worker may hold the script (an interrupt may land in the write)
         unsent = send_ahead(proc, emitted.python, lang)  # it compiles while the broker is built
         try:
             handlers = LANGUAGE_RUNS[lang](sandbox_of(), approve=approve, limits=limits, deadline=deadline,
@@ -131,7 +134,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
             return _usage(exc, transpiled - compile_started)
         started = True
     finally:
-        if not started:  # a worker sent its code is not given back: it holds a script now
+        if not started and proc is not None:  # a worker sent its code is not given back: it holds a script now
             (return_worker if unsent is None else _discard)(proc)
     chunks: list[str] = []
 
@@ -142,7 +145,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
 
     try:
         outcome = run_worker(emitted.python, Broker(handlers, limits.max_reply_bytes), limits, deadline, collect,
-                             lang=lang, isolation=isolation, proc=proc, retire=retire_worker if take_worker else None,
+                             lang=lang, isolation=isolation, proc=proc, retire=retire_worker if pooled else None,
                              primed=True, unsent=unsent)
     finally:
         handlers.close()
@@ -173,14 +176,13 @@ def _discard(proc) -> None:
     _collect(proc)
 
 
-def _warmed(proc):
+def _warmed(proc) -> None:
     """A worker taken before its script is compiled, told to warm its own compile path meanwhile
     (a "warm" frame: the two run on two cores)."""
     try:
         protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
     except OSError:  # it died meanwhile: the run finds out, as with any dead worker
         pass
-    return proc
 
 
 def _check_arguments(lang, isolation, options, limits: Limits) -> None:

@@ -115,6 +115,18 @@ class CompiledScripts:
         self.entries: OrderedDict = OrderedDict()
         self.chars = 0
         self.lock = threading.Lock()
+        self.users = 0  # the sessions using it: the last to close empties it (acquire/release)
+
+    def acquire(self) -> None:
+        with self.lock:
+            self.users += 1
+
+    def release(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users <= 0:
+                self.users, self.chars = 0, 0
+                self.entries.clear()
 
     def __contains__(self, key: tuple[str, str, str]) -> bool:
         return key in self.entries
@@ -138,5 +150,7 @@ class CompiledScripts:
 
 
 # What this process's sessions compiled (runtime/session.py, the fleet's pool processes: a
-# session per root, often running the same scripts).
-SESSIONS_COMPILED = CompiledScripts()
+# session per root, often running the same scripts), kept while one of them is open. A compiled
+# script holds about 32 bytes per character of its source (text, emitted module, source map):
+# 2 M characters, 64 MiB at most.
+SESSIONS_COMPILED = CompiledScripts(max_chars=2 << 20)

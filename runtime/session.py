@@ -20,6 +20,7 @@ it and forks its replacement, so the next run finds one ready.
 
 from __future__ import annotations
 
+import atexit
 import os
 import subprocess
 import threading
@@ -40,6 +41,7 @@ from runtime.api import (
     execute,
 )
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
+from runtime.compile import SESSIONS_COMPILED
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
@@ -227,9 +229,21 @@ class Session:
         self.shared: dict = {"index": RunIndex(deferred=True)}
         # (not a lambda over self: the Upkeep thread holds the pool, and would keep the session alive)
         self.pool = WorkerPool(workers, partial(prime, limits=self.limits, isolation=isolation)) if workers else None
-        self.upkeep = Upkeep(self.pool, self.shared["index"])
+        try:
+            self.upkeep = Upkeep(self.pool, self.shared["index"])
+        except BaseException:  # (no thread to be had): the pool lets go of its zygote
+            if self.pool is not None:
+                self.pool.close()
+            raise
         self.closed = False
-        self._finalizer = weakref.finalize(self, _close, self.shared, self.upkeep)
+        self.owner = os.getpid()
+        SESSIONS_COMPILED.acquire()  # what the process's sessions compiled, kept while one is open
+        # A session the garbage collector frees is closed on a thread of its own: the collecting
+        # thread may hold the lock of the zygote that this session's Upkeep thread waits for, and
+        # closing joins that thread. One still open at exit is closed then (_close_live).
+        self._finalizer = weakref.finalize(self, _close_elsewhere, self.shared, self.upkeep, self.owner)
+        self._finalizer.atexit = False
+        _LIVE.add(self)
 
     def run(self, source: str, *, lang: str = "fdsl", filename: str = "<script>", on_output=None,
             timeout: float | None = None) -> RunResult:
@@ -266,7 +280,8 @@ class Session:
     def close(self) -> None:
         """End the waiting workers and the document store's PDF extractor."""
         self.closed = True
-        self._finalizer()
+        if self._finalizer.detach() is not None:  # (None: closed already)
+            _close(self.shared, self.upkeep, self.owner)
 
     def __enter__(self) -> "Session":
         return self
@@ -275,8 +290,29 @@ class Session:
         self.close()
 
 
-def _close(shared: dict, upkeep: Upkeep) -> None:
+def _close(shared: dict, upkeep: Upkeep, owner: int) -> None:
+    if os.getpid() != owner:  # a forked copy of the process: the workers and the zygote are the parent's
+        return
     upkeep.close()
+    SESSIONS_COMPILED.release()
     store = shared.pop("store", None)
     if store is not None:
         store.close()
+
+
+def _close_elsewhere(shared: dict, upkeep: Upkeep, owner: int) -> None:
+    try:
+        threading.Thread(target=_close, args=(shared, upkeep, owner), name="fdsl-session-close", daemon=True).start()
+    except RuntimeError:  # no thread to be had
+        _close(shared, upkeep, owner)
+
+
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # the sessions not closed yet
+
+
+@atexit.register
+def _close_live() -> None:
+    """Sessions still open when the interpreter exits are closed as `with` would have: their
+    waiting workers and the zygote ended before the process is gone."""
+    for session in list(_LIVE):
+        session.close()

@@ -115,6 +115,8 @@ class Zygote:
             return worker
 
     def close(self) -> None:
+        if os.getpid() != self.owner:  # a forked copy of the process: the zygote is the parent's (and
+            return  # its lock may have been held by a thread the copy does not have)
         with self.lock:
             self.broken = "closed"
             self._stop()
@@ -184,6 +186,15 @@ class Zygote:
 _shared: Zygote | None = None  # this process's, while a session holds it
 _users = 0
 _shared_lock = threading.RLock()  # (a Session's finalizer may release on a thread that acquires)
+
+
+def _forget_after_fork() -> None:
+    """In a forked copy of this process: the parent's zygote is not this one's to use or end."""
+    global _shared, _users, _shared_lock
+    _shared, _users, _shared_lock = None, 0, threading.RLock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def acquire() -> Zygote:

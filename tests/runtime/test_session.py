@@ -3,6 +3,7 @@ between runs, and never a worker reused or left behind."""
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -163,6 +164,31 @@ def test_a_worker_sent_its_script_is_never_given_back(docs):
 
         session.pool.take = recorded
         assert session.run("print(4)\n").output == "4\n" and taken and taken[0].pid != first.pid
+
+
+def test_an_interrupt_as_the_script_is_sent_never_gives_its_worker_back(docs, monkeypatch):
+    """Ctrl-C may land just after the code frame's write: the worker may hold the script then,
+    so it is ended, and the next run's script is the one that runs."""
+    from runtime import supervisor
+
+    class Interrupted:  # supervisor's os (send_ahead's write), with the write interrupted once done
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def write(self, fd, data):
+            written = os.write(fd, data)
+            monkeypatch.setattr(supervisor, "os", os)
+            assert b'"code"' in data and written == len(data)
+            raise KeyboardInterrupt
+
+    with Session(root=str(docs), timeout=30, workers=1) as session:
+        first = waiting(session)[0]
+        monkeypatch.setattr(supervisor, "os", Interrupted())
+        with pytest.raises(KeyboardInterrupt):
+            session.run('print("FIRST")\n')
+        assert first not in session.pool.ready
+        after = session.run('print("SECOND")\n')
+        assert (after.exit_code, after.output) == (0, "SECOND\n")
 
 
 def test_a_waiting_worker_has_applied_the_sessions_limits_before_any_run(docs):
@@ -406,13 +432,34 @@ def test_a_script_run_again_in_a_session_is_not_compiled_again(docs, monkeypatch
             assert session.run(bad).exit_code == 1
         assert compiled == [("fdsl", "<script>", one), ("fdsl", "other.fdsl", one), ("fdsl", "<script>", two),
                             ("fdsl", "<script>", bad), ("fdsl", "<script>", bad)]
-    # The other sessions of the process have them compiled (compiling is pure: nothing of a
-    # sandbox goes in), as a fleet's pool process, which makes a session per root, wants.
-    other = docs / "other"
-    other.mkdir()
-    with Session(root=str(other), timeout=30, workers=1) as session:
-        again = session.run(two)
-        assert again.ok and again.figures["compile_reused"] == 1 and len(compiled) == 5
+        # The process's other sessions have them compiled (compiling is pure: nothing of a
+        # sandbox goes in), as a fleet's pool process, which makes a session per root, wants.
+        other = docs / "other"
+        other.mkdir()
+        with Session(root=str(other), timeout=30, workers=1) as second:
+            again = second.run(two)
+            assert again.ok and again.figures["compile_reused"] == 1 and len(compiled) == 5
+
+
+def test_what_the_sessions_compiled_is_let_go_with_the_last_of_them(docs):
+    from runtime.compile import SESSIONS_COMPILED, CompiledScripts
+
+    kept = CompiledScripts()
+    kept.acquire()
+    kept.acquire()
+    kept.compile("print(1)\n", "<script>", "fdsl")
+    kept.release()
+    assert len(kept.entries) == 1
+    kept.release()
+    assert not kept.entries and kept.chars == 0
+    gc.collect()  # sessions of other tests the collector frees are closed on threads of their own
+    for thread in threading.enumerate():
+        if thread.name == "fdsl-session-close":
+            thread.join(30)
+    before = SESSIONS_COMPILED.users
+    with Session(root=str(docs), timeout=30, workers=0):
+        assert SESSIONS_COMPILED.users == before + 1
+    assert SESSIONS_COMPILED.users == before
 
 
 def test_the_compiled_scripts_a_session_keeps_are_bounded():

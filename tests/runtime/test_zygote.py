@@ -5,6 +5,7 @@ also runs against a forked worker (the `forked` cases)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -224,6 +225,84 @@ def test_the_sessions_of_a_process_share_one_zygote_which_ends_with_the_last(doc
         os.waitpid(pid, os.WNOHANG)
     with Session(root=docs_root, timeout=20, workers=1) as third:  # a new one for the sessions after
         assert third.run("print(4)\n").output == "4\n" and third.pool.zygote.proc.pid != pid
+
+
+def filled(*sessions) -> None:
+    deadline = time.monotonic() + 30
+    while not all(len(s.pool.ready) == s.pool.size for s in sessions):
+        assert time.monotonic() < deadline, "the pools were not filled in 30 s"
+        time.sleep(0.01)
+
+
+def test_a_session_the_collector_frees_while_another_forks_is_closed_without_a_deadlock(docs_root, monkeypatch):
+    """The sessions share the zygote's lock. A session in a reference cycle may be freed by a
+    collection on another session's thread while that thread holds the lock (in a fork); its
+    close joins its own Upkeep thread, which may be waiting for that lock: so it closes on a
+    thread of its own."""
+
+    class Owner:  # a session in a cycle (an object whose bound method is the session's approve)
+        def __init__(self):
+            self.session = Session(root=docs_root, timeout=20, workers=1, approve=self.approve)
+
+        def approve(self, description):
+            return False
+
+    second = Session(root=docs_root, timeout=20, workers=1)
+    owner = Owner()
+    first = owner.session
+    stuck = False
+    try:
+        filled(first, second)
+        real_fork, refilling = zygote_module.Zygote._fork, second.upkeep.thread
+
+        def fork(self):
+            if threading.current_thread() is refilling:
+                time.sleep(0.5)  # the first session's Upkeep thread comes to wait for the lock meanwhile
+                gc.collect()  # what any allocation here may set off: the first session is freed
+            return real_fork(self)
+
+        monkeypatch.setattr(zygote_module.Zygote, "_fork", fork)
+        gc.disable()
+        try:
+            assert second.run("print(2)\n").ok  # its Upkeep thread refills next, holding the lock in _fork
+            assert first.run("print(1)\n").ok  # its Upkeep thread refills next: it waits for the lock
+            del first, owner
+            done = threading.Event()
+            threading.Thread(target=lambda: (second.run("print(3)\n"), done.set()), daemon=True).start()
+            stuck = not done.wait(20)
+            assert not stuck, "a run waited 20 s for the zygote's lock"
+        finally:
+            gc.enable()
+    finally:
+        if not stuck:  # (closing would wait for the stuck threads)
+            second.close()
+
+
+def test_a_forked_copy_closing_the_sessions_it_inherited_leaves_the_parents_alone(docs_root):
+    session = Session(root=docs_root, timeout=20, workers=1)
+    try:
+        assert session.run("print(1)\n").ok
+        filled(session)
+        zygote_pid, waiting_pid = session.pool.zygote.proc.pid, session.pool.ready[0].pid
+        child = os.fork()
+        if child == 0:  # closes its copy, then exits (closing what is still open, _close_live)
+            try:
+                session.close()
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 20
+        while (done := os.waitpid(child, os.WNOHANG))[0] == 0:
+            if time.monotonic() > deadline:
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+                pytest.fail("the forked copy hung closing its session")
+            time.sleep(0.01)
+        assert os.waitstatus_to_exitcode(done[1]) == 0
+        for pid in (zygote_pid, waiting_pid):
+            assert psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        assert session.run("print(2)\n").ok and session.pool.zygote.proc.pid == zygote_pid
+    finally:
+        session.close()
 
 
 def test_close_during_a_spawn_on_the_same_thread_does_not_deadlock(zygote, monkeypatch):
