@@ -13,7 +13,6 @@ from pathlib import Path
 
 from runtime.broker import Broker, Handlers
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
-from runtime.compile import SESSIONS_COMPILED, compile_script
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
 from runtime.index.prefilter import RunIndex
@@ -108,7 +107,7 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     `retire_worker` reaps it later, `return_worker` takes it back unused), locate the failure.
     `shared`: what a Session keeps between runs (runtime/session.py); None for a one-shot run."""
     wall_started = time.monotonic()
-    reused = shared is not None and (lang, filename, source) in SESSIONS_COMPILED  # a session compiled it already
+    reused = shared is not None and (lang, filename, source) in shared["compiled"]  # a session compiled it already
     pooled = take_worker is not None
     if not pooled:  # a one-shot run's worker starts (imports, hardens) on another core while the script compiles
         take_worker, return_worker = (lambda: _started_ahead(limits, isolation, lang)), _discard
@@ -222,14 +221,15 @@ def _sandbox(root, mounts, lang: str, options: dict):
 
 
 def _compile(source: str, filename: str, lang: str, started: float, shared: dict | None = None):
-    """The emitted module, or the RunResult of a script that does not compile. The runs of a
-    process's sessions (`shared`) keep what they compiled: the same script again is not compiled
-    again, in whichever session it runs."""
+    """The emitted module, or the RunResult of a script that does not compile. A session's runs
+    (`shared["compiled"]`, which the process's sessions share) keep what they compiled: the same
+    script again is not compiled again, in whichever session it runs."""
     import transpiler
+    from runtime.compile import compile_script
 
     try:
         if shared is not None:
-            return SESSIONS_COMPILED.compile(source, filename, lang)
+            return shared["compiled"].compile(source, filename, lang)
         return compile_script(source, filename=filename, lang=lang)
     except transpiler.DSLError as exc:
         return RunResult(

@@ -106,7 +106,7 @@ class CompiledScripts:
     a sandbox or a limit goes in), so a script run again skips it. The least recently run go
     first past `max_scripts` scripts or `max_chars` characters of source. A script that does not
     compile is not kept (its error is found again, quickly). Thread-safe: the sessions of a
-    process share `SESSIONS_COMPILED`, and each may run on its own thread."""
+    process share one (runtime/session.py), and each may run on its own thread."""
 
     def __init__(self, max_scripts: int = 256, max_chars: int = 8 << 20) -> None:
         from collections import OrderedDict
@@ -115,18 +115,6 @@ class CompiledScripts:
         self.entries: OrderedDict = OrderedDict()
         self.chars = 0
         self.lock = threading.Lock()
-        self.users = 0  # the sessions using it: the last to close empties it (acquire/release)
-
-    def acquire(self) -> None:
-        with self.lock:
-            self.users += 1
-
-    def release(self) -> None:
-        with self.lock:
-            self.users -= 1
-            if self.users <= 0:
-                self.users, self.chars = 0, 0
-                self.entries.clear()
 
     def __contains__(self, key: tuple[str, str, str]) -> bool:
         return key in self.entries
@@ -148,9 +136,3 @@ class CompiledScripts:
                 self.chars -= len(dropped)
         return emitted
 
-
-# What this process's sessions compiled (runtime/session.py, the fleet's pool processes: a
-# session per root, often running the same scripts), kept while one of them is open. A compiled
-# script holds about 32 bytes per character of its source (text, emitted module, source map):
-# 2 M characters, 64 MiB at most.
-SESSIONS_COMPILED = CompiledScripts(max_chars=2 << 20)

@@ -30,7 +30,6 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from runtime import zygote
 from runtime.api import (
     LANGUAGE_RUNS,
     RunResult,
@@ -41,14 +40,54 @@ from runtime.api import (
     execute,
 )
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
-from runtime.compile import SESSIONS_COMPILED
+from runtime.compile import CompiledScripts
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DEFAULT_MEMORY_BYTES
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES
 from runtime.supervisor import PRESTARTED, Limits, _collect, prime, start_worker
+from runtime.zygote import Zygote
 
 MAX_POOL = 16
+
+
+class ProcessShared:
+    """One object the sessions of this process share, since nothing in it is a session's: made
+    by the first `acquire()`, ended (`end`) by the last `release()`, so nothing of it outlives
+    the sessions; a forked copy of the process starts anew (the parent's is not its own)."""
+
+    def __init__(self, make: Callable[[], object], end: Callable[[object], None]) -> None:
+        self.make, self.end = make, end
+        self._forget()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self.lock = threading.RLock()  # (a close on the acquiring thread, if no thread was to be had for it)
+        self.value, self.users = None, 0
+
+    def acquire(self):
+        with self.lock:
+            if self.value is None:
+                self.value, self.users = self.make(), 0
+            self.users += 1
+            return self.value
+
+    def release(self, value) -> None:
+        with self.lock:
+            if value is self.value:
+                self.users -= 1
+                if self.users > 0:
+                    return
+                self.value = None
+        self.end(value)
+
+
+# The zygote that forks every pool's workers, and what the sessions compiled: a compile takes the
+# script alone, and a fleet's pool process makes a session per root, often for the same scripts.
+# A compiled script holds about 32 bytes per character of source (text, emitted module, source
+# map): 2 M characters, 64 MiB at most.
+ZYGOTES = ProcessShared(Zygote, Zygote.close)
+COMPILED = ProcessShared(lambda: CompiledScripts(max_chars=2 << 20), lambda compiled: None)
 
 
 class WorkerPool:
@@ -69,7 +108,7 @@ class WorkerPool:
         self.ready: list = []
         self.retired: list = []
         self.closed = False
-        self.zygote = zygote.acquire()  # the process's, shared with its other sessions
+        self.zygote = ZYGOTES.acquire()  # the process's, shared with its other sessions
         while PRESTARTED and len(self.ready) < size:  # a server runner's, waiting already: the first run's
             proc = PRESTARTED.pop(0)
             prime(proc)
@@ -133,7 +172,7 @@ class WorkerPool:
         self.reap_retired()
         for proc in waiting:
             _discard(proc)
-        zygote.release(self.zygote)
+        ZYGOTES.release(self.zygote)
 
 
 class Upkeep:
@@ -237,7 +276,7 @@ class Session:
             raise
         self.closed = False
         self.owner = os.getpid()
-        SESSIONS_COMPILED.acquire()  # what the process's sessions compiled, kept while one is open
+        self.shared["compiled"] = COMPILED.acquire()  # what the process's sessions compiled, kept while one is open
         # A session the garbage collector frees is closed on a thread of its own: the collecting
         # thread may hold the lock of the zygote that this session's Upkeep thread waits for, and
         # closing joins that thread. One still open at exit is closed then (_close_live).
@@ -294,7 +333,7 @@ def _close(shared: dict, upkeep: Upkeep, owner: int) -> None:
     if os.getpid() != owner:  # a forked copy of the process: the workers and the zygote are the parent's
         return
     upkeep.close()
-    SESSIONS_COMPILED.release()
+    COMPILED.release(shared["compiled"])
     store = shared.pop("store", None)
     if store is not None:
         store.close()

@@ -48,8 +48,8 @@ def worker_command(preload: bool = False) -> list[str]:
     return jailed_command("sandbox_worker.main", ("RestrictedPython",), "main(preload=True)" if preload else "main()")
 
 
-# Workers this process started ahead for its next runs (runtime/runner.py): a run with
-# every layer takes the first, others start their own.
+# Workers this process started ahead for its next runs (runtime/runner.py): taken by the
+# next run_script (api._started_ahead) or the first Session's pool.
 PRESTARTED: list[subprocess.Popen] = []
 
 
@@ -145,8 +145,6 @@ class WorkerRun:
         return result
 
     def _spawn(self) -> None:
-        if self.proc is None and PRESTARTED and "layers" not in self.start_frame:
-            self.proc = PRESTARTED.pop(0)
         if self.proc is None:
             self.proc = start_worker()
         proc = self.proc

@@ -1,8 +1,8 @@
 """The zygote (sandbox_worker/zygote.py), seen from the broker: it asks for workers and
 gets `ForkedWorker`s, which the pool and the supervisor use as they use a `subprocess.Popen`
-of `start_worker(preload=True)`. A process's sessions share one (`acquire`/`release`): a
-zygote knows nothing of a session's sandbox or limits, and a fleet's pool process makes a
-session per root, which would otherwise start a zygote per job.
+of `start_worker(preload=True)`. A process's sessions share one (runtime/session.py
+`ProcessShared`): a zygote knows nothing of a session's sandbox or limits, and a fleet's pool
+process makes a session per root, which would otherwise start a zygote per job.
 
 A worker started fresh spends about 30 ms importing and warming up before it hardens itself
 (more on a busy machine); a forked one starts from a process that did that once. The zygote
@@ -182,40 +182,3 @@ class Zygote:
             self.proc.wait()
             self.proc = None
 
-
-_shared: Zygote | None = None  # this process's, while a session holds it
-_users = 0
-_shared_lock = threading.RLock()  # (a Session's finalizer may release on a thread that acquires)
-
-
-def _forget_after_fork() -> None:
-    """In a forked copy of this process: the parent's zygote is not this one's to use or end."""
-    global _shared, _users, _shared_lock
-    _shared, _users, _shared_lock = None, 0, threading.RLock()
-
-
-os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def acquire() -> Zygote:
-    """The zygote this process's sessions share: the one in use, or a new one (started on its
-    first spawn). Each acquire is matched by a release()."""
-    global _shared, _users
-    fresh = Zygote()  # made before the lock: nothing under it allocates, so no finalizer runs there
-    with _shared_lock:
-        if _shared is None or _shared.owner != os.getpid():  # (a forked copy of this process: never the parent's)
-            _shared, _users = fresh, 0
-        _users += 1
-        return _shared
-
-
-def release(zygote: Zygote) -> None:
-    """A session is done with `zygote`: the last one ends it, so no process outlives the sessions."""
-    global _shared, _users
-    with _shared_lock:
-        if zygote is _shared:
-            _users -= 1
-            if _users > 0:
-                return
-            _shared = None
-    zygote.close()

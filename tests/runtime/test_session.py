@@ -442,24 +442,25 @@ def test_a_script_run_again_in_a_session_is_not_compiled_again(docs, monkeypatch
 
 
 def test_what_the_sessions_compiled_is_let_go_with_the_last_of_them(docs):
-    from runtime.compile import SESSIONS_COMPILED, CompiledScripts
+    from runtime.compile import CompiledScripts
+    from runtime.session import COMPILED, ProcessShared
 
-    kept = CompiledScripts()
-    kept.acquire()
-    kept.acquire()
+    shared = ProcessShared(CompiledScripts, lambda compiled: None)
+    kept = shared.acquire()
+    assert shared.acquire() is kept
     kept.compile("print(1)\n", "<script>", "fdsl")
-    kept.release()
-    assert len(kept.entries) == 1
-    kept.release()
-    assert not kept.entries and kept.chars == 0
+    shared.release(kept)
+    assert shared.value is kept and len(kept.entries) == 1
+    shared.release(kept)
+    assert shared.value is None and not shared.acquire().entries  # the next session's starts empty
     gc.collect()  # sessions of other tests the collector frees are closed on threads of their own
     for thread in threading.enumerate():
         if thread.name == "fdsl-session-close":
             thread.join(30)
-    before = SESSIONS_COMPILED.users
-    with Session(root=str(docs), timeout=30, workers=0):
-        assert SESSIONS_COMPILED.users == before + 1
-    assert SESSIONS_COMPILED.users == before
+    before = COMPILED.users
+    with Session(root=str(docs), timeout=30, workers=0) as session:
+        assert COMPILED.users == before + 1 and session.shared["compiled"] is COMPILED.value
+    assert COMPILED.users == before
 
 
 def test_the_compiled_scripts_a_session_keeps_are_bounded():
