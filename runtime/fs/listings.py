@@ -113,6 +113,8 @@ class Listings:
             return []
         vprefix, rprefix = prefixes
         host_prefix = dir_loc.host.rstrip("/") + "/"  # each entry's real path: Location.host, joined once
+        # what _readable_entry() asks of an entry that is not a symlink: its mount's (this one's) suffixes
+        any_suffix = dir_loc.mount.mount.suffixes is not None
         entries = []
         try:
             with os.scandir(fd) as it:
@@ -139,8 +141,9 @@ class Listings:
                         loc = Location(parts + (name,), own_parts + (name,), dir_loc.mount, True)
                         st, real = lst, host_prefix + name
                     entry = WalkEntry(vprefix + name, rprefix + name, name, kind, lst, st, real, target, loc)
-                    if self._readable_entry(entry):
-                        entries.append(entry)
+                    if (any_suffix or kind == "symlink") and not self._readable_entry(entry):
+                        continue
+                    entries.append(entry)
         finally:
             os.close(fd)
         return entries

@@ -33,7 +33,7 @@ MAX_IDLE_LEARNED_CHARS = 1 << 20
 
 
 def key_of(loc: Location) -> str:
-    return "/".join(loc.rel)
+    return "/".join(loc.parts[len(loc.mount.point):])  # loc.rel, joined
 
 
 def same_kind(loc: Location) -> bool:
@@ -49,9 +49,10 @@ class Query:
 
     def __init__(self, run: RunIndex, pattern: str, ignore_case: bool) -> None:
         self.run, self.pattern, self.ignore_case = run, pattern, ignore_case
-        # per mount: (the candidates, the first id they know nothing of: a document learned
-        # later in the same search, under a key met twice, as a file symlink's, is not ruled out)
-        self._bitmaps: dict[int, tuple[int | None, int]] = {}
+        # per mount: (its index, the candidates, the first id they know nothing of: a document
+        # learned later in the same search, under a key met twice, as a file symlink's, is not
+        # ruled out; -1 until the candidates are computed)
+        self._bitmaps: dict[int, tuple[TokenIndex, int | None, int]] = {}
 
     def knows(self, loc: Location | None, st: os.stat_result | None) -> bool:
         """Does the index hold this file as it is now (so reading it teaches nothing)?"""
@@ -60,16 +61,21 @@ class Query:
         return self.run.tokens(loc.mount).fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st)) is not None
 
     def excludes(self, loc: Location | None, st: os.stat_result | None) -> bool:
-        """Does the index prove that this file, as it is now, holds no match?"""
+        """Does the index prove that this file, as it is now, holds no match? (Asked of every
+        file a content search meets: each mount's index and candidates are kept at hand.)"""
         if loc is None or st is None or not same_kind(loc):
             return False
-        tokens = self.run.tokens(loc.mount)
+        mount = loc.mount
+        known = self._bitmaps.get(mount.index)
+        if known is None:
+            known = self._bitmaps[mount.index] = (self.run.tokens(mount), None, -1)
+        tokens, bitmap, known_below = known
         rec = tokens.fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st))
         if rec is None:
             return False
-        if loc.mount.index not in self._bitmaps:
-            self._bitmaps[loc.mount.index] = (tokens.candidates(self.pattern, self.ignore_case), tokens.next_id)
-        bitmap, known_below = self._bitmaps[loc.mount.index]
+        if known_below < 0:  # the candidates, on the first file the index holds
+            bitmap, known_below = tokens.candidates(self.pattern, self.ignore_case), tokens.next_id
+            self._bitmaps[mount.index] = (tokens, bitmap, known_below)
         return bitmap is not None and rec.id < known_below and not bitmap >> rec.id & 1
 
 
