@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
+import sys
+
 from wire import frames
 
 OUTPUT_CHUNK_CHARS = frames.MAX_REQUEST_BYTES // 8
+FIONREAD = 0x541B
+
+
+def bytes_waiting(fd: int) -> int:
+    """How many bytes the pipe `fd` holds unread (an ioctl the seccomp layer allows)."""
+    return int.from_bytes(fcntl.ioctl(fd, FIONREAD, bytes(4)), sys.byteorder)
 
 
 class ScriptFailure(Exception):
@@ -57,6 +66,14 @@ class BrokerClient:
 
     def receive(self) -> dict:
         return frames.read_frame(self.read_fd, frames.MAX_REPLY_BYTES)
+
+    def waiting(self) -> bool:
+        """Has the broker's next frame come (receive() reads frames whole, so any byte waiting
+        is one)?"""
+        try:
+            return bytes_waiting(self.read_fd) > 0
+        except OSError:
+            return False
 
     def call(self, op: str, **args):
         frame = frames.encode({"t": "call", "op": op, "a": args})

@@ -181,7 +181,8 @@ def main(preload: bool = False, warmed: Callable[[], Callable[[], None]] | None 
     try:  # the script: a worker started ahead may have had its start long before (runtime/session.py)
         module = client.receive()
         while module.get("t") == "warm":  # the broker compiles the script meanwhile
-            compile_restricted_exec(WARM_LINE, filename=SCRIPT_FILENAME)
+            if not client.waiting():  # (if it came while this worker woke, warming would delay it)
+                compile_restricted_exec(WARM_LINE, filename=SCRIPT_FILENAME)
             module = client.receive()
     except EOFError:
         os._exit(4)  # let go unused

@@ -29,6 +29,7 @@ import socket
 import struct
 from typing import Callable
 
+from sandbox_worker.client import bytes_waiting
 from sandbox_worker.hardening import _libc, set_name
 from sandbox_worker.main import main as worker_main
 from sandbox_worker.main import warm_up
@@ -38,13 +39,11 @@ SIGCHLD = 17
 SYS_CLONE = {"x86_64": 56, "aarch64": 220}  # clone's number where its first argument is the flags
 
 MADV_POPULATE_WRITE = 23  # Linux 5.14
-FIONREAD = 0x541B
 SETTLE_CHUNK = 256 << 10  # copied between two looks for the script's frame (about 0.1 ms)
 
 _api = ctypes.pythonapi
-_madvise, _ioctl = _libc.madvise, _libc.ioctl  # the worker's libc handle (sandbox_worker/hardening.py)
+_madvise = _libc.madvise  # the worker's libc handle (sandbox_worker/hardening.py)
 _madvise.restype, _madvise.argtypes = ctypes.c_int, (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-_ioctl.restype, _ioctl.argtypes = ctypes.c_int, (ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)
 for _step in (_api.PyOS_BeforeFork, _api.PyOS_AfterFork_Child, _api.PyOS_AfterFork_Parent):
     _step.restype, _step.argtypes = None, ()
 
@@ -101,9 +100,11 @@ def shared_pages() -> Callable[[], None]:
                 chunks += [(at, min(SETTLE_CHUNK, end - at)) for at in range(start, end, SETTLE_CHUNK)]
 
     def settle() -> None:
-        waiting = ctypes.c_int(0)
         for start, length in chunks:
-            if _ioctl(0, FIONREAD, ctypes.byref(waiting)) != 0 or waiting.value:
+            try:
+                if bytes_waiting(0):
+                    return
+            except OSError:
                 return
             if _madvise(start, length, MADV_POPULATE_WRITE) != 0 and ctypes.get_errno() == errno.EINVAL:
                 return  # before Linux 5.14

@@ -4,11 +4,13 @@ it hardens, applies the limits and reports ready at once, and runs nothing until
 
 from __future__ import annotations
 
+import os
 import select
 
 import pytest
 
 from runtime.supervisor import Limits, _collect, prime, start_frame, start_worker
+from sandbox_worker.client import BrokerClient
 from wire import protocol
 
 LIMITS = Limits(timeout=20, memory_mb=256)
@@ -51,6 +53,28 @@ def test_a_primed_worker_warms_up_as_often_as_told_then_runs_its_code():
     assert frame_within(proc) == {"t": "end", "ok": True}
     proc.stdin.close()
     assert ended(proc) == (0, b"")
+
+
+def test_a_worker_sees_whether_its_next_frame_has_come():
+    """What a warmed worker asks before it warms its compile path: a script already waiting
+    would wait for the warming."""
+    read_fd, write_fd = os.pipe()
+    try:
+        client = BrokerClient(read_fd=read_fd, write_fd=write_fd)
+        assert not client.waiting()
+        code = {"t": "code", "code": 'print("hi")\n', "lang": "fdsl", "mode": "restricted"}
+        protocol.write_frame(write_fd, {"t": "warm"})
+        protocol.write_frame(write_fd, code)
+        assert client.waiting() and client.receive() == {"t": "warm"}
+        assert client.waiting() and client.receive() == code
+        assert not client.waiting()
+        os.close(write_fd)
+        write_fd = -1
+        assert not client.waiting()  # the broker gone: receive() finds out
+    finally:
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
 
 
 def test_a_worker_let_go_before_its_code_exits_having_run_nothing():
