@@ -68,8 +68,8 @@ class BrokerClient:
         return frames.read_frame(self.read_fd, frames.MAX_REPLY_BYTES)
 
     def waiting(self) -> bool:
-        """Has the broker's next frame come (receive() reads frames whole, so any byte waiting
-        is one)?"""
+        """Has the broker's next frame come, or begun to? (receive() reads frames whole, so a
+        byte waiting is the start of the next one.)"""
         try:
             return bytes_waiting(self.read_fd) > 0
         except OSError:

@@ -77,6 +77,25 @@ def test_a_worker_sees_whether_its_next_frame_has_come():
             os.close(write_fd)
 
 
+def test_a_hardened_worker_sees_a_frame_waiting():
+    """The same question asked inside the jail (the seccomp allow-list must pass FIONREAD, or
+    a warmed worker would always warm, and its zygote's settle() never copy a page)."""
+    proc = start_worker(preload=True)
+    prime(proc, LIMITS, "best")
+    layers = frame_within(proc)["layers"]
+    if layers.get("seccomp") != "active":
+        proc.stdin.close()
+        ended(proc)
+        pytest.skip(f"seccomp is not in force here: {layers.get('seccomp')}")
+    protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
+    protocol.write_frame(proc.stdin.fileno(), {"t": "code", "code": "print(broker.waiting())\n", "lang": "fdsl", "mode": "os"})
+    protocol.write_frame(proc.stdin.fileno(), {"t": "ok", "v": None})  # waiting while the script runs
+    assert frame_within(proc) == {"t": "out", "s": "True\n"}
+    assert frame_within(proc) == {"t": "end", "ok": True}
+    proc.stdin.close()
+    assert ended(proc) == (0, b"")
+
+
 def test_a_worker_let_go_before_its_code_exits_having_run_nothing():
     proc = start_worker(preload=True)
     prime(proc, LIMITS, "best")
