@@ -72,6 +72,8 @@ def read_upto(fd: int, size_hint: int, limit: int | None) -> tuple[bytes, int]:
             seen += len(chunk)
             if limit is not None and seen > limit:
                 return b"".join(chunks)[:limit], seen
+            if seen == size_hint < want:  # all fstat said, and no byte more: no read to see the end
+                break
             want = 1 << 20
     except BlockingIOError:
         pass

@@ -30,6 +30,26 @@ def test_read_upto_reads_all_cuts_at_the_limit_and_counts_what_it_saw(tmp_path):
         os.close(fd)
 
 
+def test_a_file_as_large_as_fstat_said_is_read_in_one_call(tmp_path, monkeypatch):
+    calls = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: calls.append(n) or real_read(fd, n))
+    fd = opened(tmp_path / "a", b"0123456789")
+    try:
+        assert read_upto(fd, 10, None) == (b"0123456789", 10) and calls == [11]
+        os.lseek(fd, 0, 0)
+        calls.clear()
+        assert read_upto(fd, 4, None) == (b"0123456789", 10) and calls == [5, 1 << 20, 1 << 20]  # grew: to its end
+        os.lseek(fd, 0, 0)
+        calls.clear()
+        assert read_upto(fd, 0, None) == (b"0123456789", 10) and len(calls) == 3  # fstat said 0 (as /proc does)
+        os.lseek(fd, 0, 0)
+        calls.clear()
+        assert read_upto(fd, 20, None) == (b"0123456789", 10) and calls == [21, 1 << 20]  # shrank: to its end
+    finally:
+        os.close(fd)
+
+
 def test_a_file_that_grew_past_its_size_is_read_on_but_never_past_the_limit(tmp_path):
     fd = opened(tmp_path / "b", b"x" * (3 << 20))
     try:
