@@ -24,6 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from session_pairs import one_line, twenty  # noqa: E402 (bench/ is the script's directory)
+
 from runtime.api import run_script  # noqa: E402
 from runtime.session import Session  # noqa: E402
 from runtime.supervisor import Limits, _collect, prime, start_worker  # noqa: E402
@@ -31,13 +33,6 @@ from runtime.zygote import Zygote  # noqa: E402
 
 ONE_LINE = 'print("hi")\n'
 
-
-def one_line(n: int) -> str:
-    return f'print("hi {n}")\n'  # a new script each run: a session compiles a script once
-
-
-def twenty(n: int) -> str:
-    return "".join(f"x{i} = {i} * {n}\n" for i in range(19)) + "print(x18)\n"
 
 
 def timed(call, runs: int, pause: float) -> tuple[float, list[dict]]:

@@ -23,11 +23,18 @@ REPO = Path(__file__).resolve().parents[1]
 KINDS = ("one line", "20 statements", "the same 20 again")
 
 
-def script(kind: str, n: int) -> str:
-    if kind == "one line":
-        return f'print("hi {n}")\n'  # a new script each run (bench/session.py's)
-    n = 0 if kind == "the same 20 again" else n
+def one_line(n: int) -> str:
+    return f'print("hi {n}")\n'  # a new script each run: a session compiles a script once
+
+
+def twenty(n: int) -> str:
     return "".join(f"x{i} = {i} * {n}\n" for i in range(19)) + "print(x18)\n"
+
+
+def script(kind: str, n: int) -> str:
+    """The scripts bench/session.py runs too (it imports them from here: this module imports
+    nothing of the project, so that its other side can import another checkout's)."""
+    return one_line(n) if kind == "one line" else twenty(0 if kind == "the same 20 again" else n)
 
 
 def child() -> None:
