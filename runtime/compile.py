@@ -135,4 +135,3 @@ class CompiledScripts:
                 (_, _, dropped), _ = self.entries.popitem(last=False)
                 self.chars -= len(dropped)
         return emitted
-

@@ -181,4 +181,3 @@ class Zygote:
             kill_group(self.proc.pid)  # its group: with a fork that had not left it yet
             self.proc.wait()
             self.proc = None
-

@@ -76,7 +76,8 @@ class Listings:
         return list(self._scan(dir_res.parts, dir_res.parts, dir_res.loc, check))
 
     def _readable_entry(self, e: WalkEntry) -> bool:
-        """Listings show what a script could open: no file the mount's suffixes refuse."""
+        """Listings show what a script could open: no file the mount's suffixes refuse.
+        (_real_entries asks only where the answer can be no: a new rule here goes there too.)"""
         if e.kind == "directory" or e.loc is None:
             return True
         if e.kind == "symlink" and e.st is not None and statmod.S_ISDIR(e.st.st_mode):

@@ -52,7 +52,7 @@ class Query:
         # per mount: (its index, the candidates, the first id they know nothing of: a document
         # learned later in the same search, under a key met twice, as a file symlink's, is not
         # ruled out; -1 until the candidates are computed)
-        self._bitmaps: dict[int, tuple[TokenIndex, int | None, int]] = {}
+        self._by_mount: dict[int, tuple[TokenIndex, int | None, int]] = {}
 
     def knows(self, loc: Location | None, st: os.stat_result | None) -> bool:
         """Does the index hold this file as it is now (so reading it teaches nothing)?"""
@@ -66,16 +66,16 @@ class Query:
         if loc is None or st is None or not same_kind(loc):
             return False
         mount = loc.mount
-        known = self._bitmaps.get(mount.index)
+        known = self._by_mount.get(mount.index)
         if known is None:
-            known = self._bitmaps[mount.index] = (self.run.tokens(mount), None, -1)
+            known = self._by_mount[mount.index] = (self.run.tokens(mount), None, -1)
         tokens, bitmap, known_below = known
         rec = tokens.fresh(key_of(loc), st.st_size, st.st_mtime_ns, change_of(st))
         if rec is None:
             return False
         if known_below < 0:  # the candidates, on the first file the index holds
             bitmap, known_below = tokens.candidates(self.pattern, self.ignore_case), tokens.next_id
-            self._bitmaps[mount.index] = (tokens, bitmap, known_below)
+            self._by_mount[mount.index] = (tokens, bitmap, known_below)
         return bitmap is not None and rec.id < known_below and not bitmap >> rec.id & 1
 
 
