@@ -82,11 +82,7 @@ def test_a_hardened_worker_sees_a_frame_waiting():
     a warmed worker would always warm, and its zygote's settle() never copy a page)."""
     proc = start_worker(preload=True)
     prime(proc, LIMITS, "best")
-    layers = frame_within(proc)["layers"]
-    if layers.get("seccomp") != "active":
-        proc.stdin.close()
-        ended(proc)
-        pytest.skip(f"seccomp is not in force here: {layers.get('seccomp')}")
+    assert frame_within(proc)["layers"]["seccomp"] == "active"  # (as tests/security/test_layers.py requires)
     protocol.write_frame(proc.stdin.fileno(), {"t": "warm"})
     protocol.write_frame(proc.stdin.fileno(), {"t": "code", "code": "print(broker.waiting())\n", "lang": "fdsl", "mode": "os"})
     protocol.write_frame(proc.stdin.fileno(), {"t": "ok", "v": None})  # waiting while the script runs
