@@ -120,8 +120,13 @@ def emitted_both_ways(source: str, lang: str) -> tuple:
 
 
 GENERATED = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Hypothesis sometimes spells out a generator (a recursive strategy: 35 kB) and warns of its cost;
+# nothing is wrong with the test when it does
+LARGE_REPR_IS_NOT_THE_TESTS = pytest.mark.filterwarnings(
+    "ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning")
 
 
+@LARGE_REPR_IS_NOT_THE_TESTS
 @GENERATED
 @given(programs())
 def test_a_generated_filesdsl_script_emits_the_same_both_ways(module):
@@ -129,9 +134,7 @@ def test_a_generated_filesdsl_script_emits_the_same_both_ways(module):
     assert fast == plain
 
 
-# Hypothesis sometimes spells out the strategy (a recursive one: 35 kB) and warns of its cost;
-# nothing is wrong with the test when it does
-@pytest.mark.filterwarnings("ignore:Generating overly large repr:hypothesis.errors.HypothesisWarning")
+@LARGE_REPR_IS_NOT_THE_TESTS
 @GENERATED
 @given(ps_programs())
 def test_a_generated_promptscript_script_emits_the_same_both_ways(source):
