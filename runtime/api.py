@@ -16,10 +16,11 @@ from runtime.budget import DEFAULT_MAX_REPLY_BYTES
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
 from runtime.index.prefilter import RunIndex
+from runtime.procfs import script_process
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
-from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, run_worker, send_ahead, start_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, off_this_cpu, prime, run_worker, send_ahead, start_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124
@@ -116,8 +117,10 @@ def execute(source: str, *, lang: str, filename: str, limits: Limits, isolation:
     unsent = None
     try:  # until run_worker owns the worker: one whose run does not start is given back (or ended)
         proc = take_worker()
-        if pooled and not reused:  # (a compiled script's code follows at once)
-            _warmed(proc)
+        if pooled:  # it warms up, or compiles its code, beside the broker's work
+            off_this_cpu((proc.pid, script_process(proc.pid)))  # (a child forked after inherits it)
+            if not reused:  # (a compiled script's code follows at once)
+                _warmed(proc)
         compile_started = time.monotonic()
         emitted = _compile(source, filename, lang, compile_started, shared)
         if isinstance(emitted, RunResult):

@@ -9,6 +9,7 @@ run can end has its own status: ok, error (the script failed), timeout, crash.
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import os
 import select
@@ -60,6 +61,27 @@ def start_worker(preload: bool = False) -> subprocess.Popen:
         worker_command(preload), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={}, cwd="/", close_fds=True, start_new_session=True,
     )
+
+
+_sched_getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+
+
+def off_this_cpu(pids) -> int | None:
+    """Keep the worker processes `pids` off the CPU the calling thread runs on; returns that CPU
+    (None: the process may use no other, and nothing changed). The kernel often wakes a process
+    on the CPU of the thread that woke it (a pipe write, a signal), to wait there for that thread:
+    a worker woken to warm up would wait for the broker's transpile instead of running beside it,
+    and one killed asleep would tear itself down before the broker's kill returns (docs/scale.md)."""
+    cpus = os.sched_getaffinity(os.getpid())  # the process's (its main thread's), not this thread's
+    here = _sched_getcpu()
+    if here not in cpus or len(cpus) < 2:
+        return None
+    for pid in pids:
+        try:
+            os.sched_setaffinity(pid, cpus - {here})
+        except OSError:  # it has ended; or a CPU we may use and it may not (its cpuset): left as it is
+            pass
+    return here
 
 
 def kill_group(pid: int) -> None:
@@ -123,7 +145,9 @@ class WorkerRun:
             self.watcher.close()
             if self.retire is not None and self.state is State.FINISHED:
                 # Killed now, so nothing of the run executes once it has returned; the session's
-                # pool thread reaps it (the kernel's teardown, about 1 ms) off the result's path.
+                # pool thread reaps it (the kernel's teardown, about 1 ms) off the result's path,
+                # and the teardown itself runs on another CPU than this thread's.
+                off_this_cpu((self.script_pid, self.pid))
                 kill_group(self.pid)
                 self.retire(self.proc)
             else:
@@ -286,6 +310,8 @@ class WorkerRun:
         if self.result.layers.get("pidns") == "active":
             self.script_pid = script_process(self.pid)
             if self.script_pid != self.pid:
+                # forked as the run took its worker, it may have missed api.execute's off_this_cpu
+                off_this_cpu((self.script_pid,))
                 self.watcher.close()
                 self.watcher = Resident(self.script_pid)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 import os
 import signal
-import time
 from typing import Callable
 
 from RestrictedPython import compile_restricted_exec
@@ -23,7 +22,6 @@ from wire import protocol
 from wire.layers import missing_layers
 
 SCRIPT_FILENAME = "<script>"
-END_SPIN_S = 0.005  # after "end", how long the worker waits awake for the broker's kill
 
 # Compiled (never run) by a worker started ahead, before it waits: the shapes the languages emit,
 # so that a script's own compile_restricted does not pay for RestrictedPython's first pass through
@@ -213,12 +211,7 @@ def main(preload: bool = False, warmed: Callable[[], Callable[[], None]] | None 
     except MemoryError:
         client.end({"kind": "LimitError", "msg": "memory limit exceeded"})
     # Stay until the broker has read our peak memory figure and ends the process group (a
-    # reply the script stopped waiting for may still be in the pipe: read past it). Awake at
-    # first: a process killed asleep is woken on the killer's CPU and tears itself down
-    # there, before the broker's kill returns (about 1 ms on a small VM).
-    until = time.monotonic() + END_SPIN_S
-    while time.monotonic() < until:
-        os.sched_yield()  # the broker first, if it is woken on this CPU
+    # reply the script stopped waiting for may still be in the pipe: read past it).
     try:
         while os.read(0, 1 << 16):
             pass

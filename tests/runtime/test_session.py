@@ -503,3 +503,64 @@ def test_the_memory_watch_reads_its_own_process_only():
     assert watch.bytes() == 0
     watch.close()
     assert Resident(child.pid).bytes() == 0  # opened after the end: nothing to read
+
+
+def pinned(cpu: int, work):
+    """`work()` on a thread of its own that may run on `cpu` only."""
+    outcome = {}
+
+    def run():
+        os.sched_setaffinity(0, {cpu})  # (0: the calling thread)
+        outcome["value"] = work()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def test_workers_are_kept_off_the_cpu_of_the_thread_that_wakes_them():
+    """The kernel often wakes a process on its waker's CPU, to wait there for it: off_this_cpu
+    gives the worker every CPU but the caller's (none changed when there is no other)."""
+    import subprocess
+    import sys
+
+    from runtime.supervisor import off_this_cpu
+
+    cpus = os.sched_getaffinity(0)
+    child = subprocess.Popen([sys.executable, "-c", "input()"], stdin=subprocess.PIPE)
+    try:
+        thread, outcome = pinned(max(cpus), lambda: off_this_cpu([child.pid]))
+        thread.join()
+        if len(cpus) > 1:
+            assert outcome["value"] == max(cpus) and os.sched_getaffinity(child.pid) == cpus - {max(cpus)}
+        else:
+            assert outcome["value"] is None and os.sched_getaffinity(child.pid) == cpus
+    finally:
+        child.kill()
+        child.wait()
+
+
+ENDLESS = "for i in [1:1000000]:\n    for j in [1:1000000]:\n        x = j\n"
+
+
+def test_a_run_keeps_its_worker_off_its_own_cpu(docs):
+    """A run's worker may not use the CPU of the thread that runs it (docs/scale.md: woken
+    there, it would wait for that thread), its script's process in the PID namespace included,
+    even when that process was forked as the run took the worker."""
+    from runtime.procfs import script_process
+
+    cpus = os.sched_getaffinity(0)
+    with Session(root=docs, workers=1) as session:
+        worker = waiting(session)[0]
+        thread, outcome = pinned(min(cpus), lambda: session.run(ENDLESS, timeout=3))
+        seen = set()
+        while thread.is_alive():
+            try:
+                seen.add(frozenset(os.sched_getaffinity(script_process(worker.pid))))
+            except OSError:  # ended
+                pass
+            time.sleep(0.01)
+        thread.join()
+    assert outcome["value"].exit_code == EXIT_TIMEOUT
+    expected = cpus - {min(cpus)} if len(cpus) > 1 else cpus
+    assert frozenset(expected) in seen
