@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-KINDS = ("one line", "20 statements", "the same 20 again")
+KINDS = ("one line", "20 statements", "the same 20 again", "300 broker calls")
 
 
 def one_line(n: int) -> str:
@@ -31,9 +31,15 @@ def twenty(n: int) -> str:
     return "".join(f"x{i} = {i} * {n}\n" for i in range(19)) + "print(x18)\n"
 
 
+def calls(n: int) -> str:
+    return f'for i in [1:300]:\n    found = Directory("/").files()\nprint({n})\n'  # a round trip each
+
+
 def script(kind: str, n: int) -> str:
     """The scripts bench/session.py runs too (it imports them from here: this module imports
     nothing of the project, so that its other side can import another checkout's)."""
+    if kind == "300 broker calls":
+        return calls(n)
     return one_line(n) if kind == "one line" else twenty(0 if kind == "the same 20 again" else n)
 
 

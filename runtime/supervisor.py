@@ -63,7 +63,10 @@ def start_worker(preload: bool = False) -> subprocess.Popen:
     )
 
 
-_sched_getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+try:
+    _sched_getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
+except (OSError, AttributeError):  # a C library without it: workers stay where the kernel puts them
+    _sched_getcpu = None
 
 
 def off_this_cpu(pids) -> int | None:
@@ -71,7 +74,11 @@ def off_this_cpu(pids) -> int | None:
     (None: the process may use no other, and nothing changed). The kernel often wakes a process
     on the CPU of the thread that woke it (a pipe write, a signal), to wait there for that thread:
     a worker woken to warm up would wait for the broker's transpile instead of running beside it,
-    and one killed asleep would tear itself down before the broker's kill returns (docs/scale.md)."""
+    and one killed asleep would tear itself down before the broker's kill returns (docs/scale.md).
+    Nothing changes either where this process may not set their affinity (EPERM: a worker of
+    another user, and no CAP_SYS_NICE)."""
+    if _sched_getcpu is None:
+        return None
     cpus = os.sched_getaffinity(os.getpid())  # the process's (its main thread's), not this thread's
     here = _sched_getcpu()
     if here not in cpus or len(cpus) < 2:
@@ -82,6 +89,17 @@ def off_this_cpu(pids) -> int | None:
         except OSError:  # it has ended; or a CPU we may use and it may not (its cpuset): left as it is
             pass
     return here
+
+
+def on_any_cpu(pids) -> None:
+    """Undo off_this_cpu: every CPU of this process again. Kept off the broker's CPU, a worker's
+    every broker call would wake it on another CPU (1.07x a script of 300 calls)."""
+    cpus = os.sched_getaffinity(os.getpid())
+    for pid in pids:
+        try:
+            os.sched_setaffinity(pid, cpus)
+        except OSError:
+            pass
 
 
 def kill_group(pid: int) -> None:
@@ -145,9 +163,7 @@ class WorkerRun:
             self.watcher.close()
             if self.retire is not None and self.state is State.FINISHED:
                 # Killed now, so nothing of the run executes once it has returned; the session's
-                # pool thread reaps it (the kernel's teardown, about 1 ms) off the result's path,
-                # and the teardown itself runs on another CPU than this thread's.
-                off_this_cpu((self.script_pid, self.pid))
+                # pool thread reaps it (the kernel's teardown, about 1 ms) off the result's path.
                 kill_group(self.pid)
                 self.retire(self.proc)
             else:
@@ -310,10 +326,10 @@ class WorkerRun:
         if self.result.layers.get("pidns") == "active":
             self.script_pid = script_process(self.pid)
             if self.script_pid != self.pid:
-                # forked as the run took its worker, it may have missed api.execute's off_this_cpu
-                off_this_cpu((self.script_pid,))
                 self.watcher.close()
                 self.watcher = Resident(self.script_pid)
+        if self.retire is not None:  # moved off our CPU for its warm-up (api.execute): its round trips go anywhere
+            on_any_cpu({self.script_pid, self.pid})
 
     def _call(self, message: dict) -> None:
         self.outbox += self.broker.reply_frame(message)
@@ -345,6 +361,8 @@ class WorkerRun:
         self.result.status, self.result.error = status, error
         self.state = State.FINISHED
         self.peak_kib = peak_resident_kib(self.script_pid)
+        if self.retire is not None:  # killed next (run()), asleep: its teardown on another CPU than ours
+            off_this_cpu((self.script_pid, self.pid))
 
 
 def run_worker(
