@@ -14,8 +14,7 @@ def script_process(pid: int) -> int:
     (sandbox_worker/hardening.py): its only child (the worker itself if that cannot be told).
     Read from /proc/PID/task/PID/children, one small file (psutil scans every process)."""
     try:
-        with open(f"/proc/{pid}/task/{pid}/children", "rb") as listing:
-            children = [int(child) for child in listing.read().split()]
+        children = [int(child) for child in _read(f"/proc/{pid}/task/{pid}/children").split()]
     except (OSError, ValueError):
         try:
             children = [child.pid for child in psutil.Process(pid).children()]
@@ -59,10 +58,20 @@ def peak_resident_kib(pid: int) -> int | None:
     that the child shared before exec.
     """
     try:
-        with open(f"/proc/{pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1])
+        status = _read(f"/proc/{pid}/status")
+        start = status.find(b"\nVmHWM:")
+        if start >= 0:
+            return int(status[start:status.find(b"\n", start + 1)].split()[1])
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+def _read(path: str) -> bytes:
+    """A small /proc file in one read: half the cost of open() and its buffered reader, and a
+    run reads three or four of them."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)

@@ -505,6 +505,33 @@ def test_the_memory_watch_reads_its_own_process_only():
     assert Resident(child.pid).bytes() == 0  # opened after the end: nothing to read
 
 
+def test_the_supervisor_reads_a_workers_child_and_its_peak_memory_from_proc():
+    """script_process and peak_resident_kib read /proc in one read each: the one child of a
+    process forked once, and the high-water mark its status file shows (None once it is gone)."""
+    import subprocess
+    import sys
+
+    from runtime.procfs import peak_resident_kib, script_process
+
+    parent = subprocess.Popen([sys.executable, "-c", "import os, sys; os.fork() or sys.stdin.read(); sys.stdin.read()"],
+                              stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 20
+        while script_process(parent.pid) == parent.pid:
+            assert time.monotonic() < deadline, "no child forked"
+            time.sleep(0.01)
+        child = script_process(parent.pid)
+        assert psutil.Process(child).ppid() == parent.pid
+        with open(f"/proc/{child}/status") as status:
+            shown = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+        assert peak_resident_kib(child) == shown > 0
+    finally:
+        parent.kill()
+        parent.stdin.close()  # the child's end of input: it exits too
+        parent.wait()
+    assert peak_resident_kib(parent.pid) is None
+
+
 def pinned(cpu: int, work):
     """`work()` on a thread of its own that may run on `cpu` only."""
     outcome = {}
