@@ -13,6 +13,7 @@ from pathlib import Path
 
 from runtime.broker import Broker, Handlers
 from runtime.budget import DEFAULT_MAX_REPLY_BYTES
+from runtime.cpus import off_this_cpu
 from runtime.errors import RunSetupError, SandboxConfigError
 from runtime.fs.vfs import VirtualFS
 from runtime.index.prefilter import RunIndex
@@ -20,7 +21,7 @@ from runtime.procfs import script_process
 from runtime.services.documents import DEFAULT_MEMORY_BYTES, DocumentStore
 from runtime.services.files import FilesService
 from runtime.services.pdf import DEFAULT_MAX_PDF_PAGES, DEFAULT_PDF_MEMORY_BYTES, PdfExtractor
-from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, off_this_cpu, prime, run_worker, send_ahead, start_worker
+from runtime.supervisor import PRESTARTED, Limits, _collect, kill_group, prime, run_worker, send_ahead, start_worker
 from wire import protocol
 
 EXIT_OK, EXIT_SCRIPT_ERROR, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 124

@@ -9,7 +9,6 @@ run can end has its own status: ok, error (the script failed), timeout, crash.
 
 from __future__ import annotations
 
-import ctypes
 import enum
 import os
 import select
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from runtime.broker import Broker
+from runtime.cpus import off_this_cpu, on_any_cpu
 from runtime.jail import jailed_command
 from runtime.limits import Limits  # noqa: F401  (callers import it from here too)
 from runtime.procfs import Resident, peak_resident_kib, script_process
@@ -61,45 +61,6 @@ def start_worker(preload: bool = False) -> subprocess.Popen:
         worker_command(preload), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={}, cwd="/", close_fds=True, start_new_session=True,
     )
-
-
-try:
-    _sched_getcpu = ctypes.CDLL(None, use_errno=True).sched_getcpu
-except (OSError, AttributeError):  # a C library without it: workers stay where the kernel puts them
-    _sched_getcpu = None
-
-
-def off_this_cpu(pids) -> int | None:
-    """Keep the worker processes `pids` off the CPU the calling thread runs on; returns that CPU
-    (None: the process may use no other, and nothing changed). The kernel often wakes a process
-    on the CPU of the thread that woke it (a pipe write, a signal), to wait there for that thread:
-    a worker woken to warm up would wait for the broker's transpile instead of running beside it,
-    and one killed asleep would tear itself down before the broker's kill returns (docs/scale.md).
-    Nothing changes either where this process may not set their affinity (EPERM: a worker of
-    another user, and no CAP_SYS_NICE)."""
-    if _sched_getcpu is None:
-        return None
-    cpus = os.sched_getaffinity(os.getpid())  # the process's (its main thread's), not this thread's
-    here = _sched_getcpu()
-    if here not in cpus or len(cpus) < 2:
-        return None
-    for pid in pids:
-        try:
-            os.sched_setaffinity(pid, cpus - {here})
-        except OSError:  # it has ended; or a CPU we may use and it may not (its cpuset): left as it is
-            pass
-    return here
-
-
-def on_any_cpu(pids) -> None:
-    """Undo off_this_cpu: every CPU of this process again. Kept off the broker's CPU, a worker's
-    every broker call would wake it on another CPU (1.07x a script of 300 calls)."""
-    cpus = os.sched_getaffinity(os.getpid())
-    for pid in pids:
-        try:
-            os.sched_setaffinity(pid, cpus)
-        except OSError:
-            pass
 
 
 def kill_group(pid: int) -> None:

@@ -551,7 +551,7 @@ def test_workers_are_kept_off_the_cpu_of_the_thread_that_wakes_them():
     import subprocess
     import sys
 
-    from runtime.supervisor import off_this_cpu
+    from runtime.cpus import off_this_cpu
 
     cpus = os.sched_getaffinity(0)
     child = subprocess.Popen([sys.executable, "-c", "input()"], stdin=subprocess.PIPE)
