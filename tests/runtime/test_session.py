@@ -564,6 +564,7 @@ def test_workers_are_kept_off_the_cpu_of_the_thread_that_wakes_them():
             assert outcome["value"] is None and os.sched_getaffinity(child.pid) == cpus
     finally:
         child.kill()
+        child.stdin.close()  # now, not when the collector gets to it (a later test counts descriptors)
         child.wait()
 
 
