@@ -15,10 +15,9 @@ parentheses; empty tuples and ``None`` fields are left out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Union
 
-from ..tree import Node, position, walk
+from ..tree import Node, node, position, walk
 from ..tree import dump as _dump
 
 __all__ = [
@@ -33,27 +32,27 @@ __all__ = [
 # ---- expressions -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@node
 class Name(Node):
     id: str
 
 
-@dataclass(frozen=True)
+@node
 class Int(Node):
     value: int
 
 
-@dataclass(frozen=True)
+@node
 class Bool(Node):
     value: bool
 
 
-@dataclass(frozen=True)
+@node
 class Str(Node):
     value: str  # escapes already applied
 
 
-@dataclass(frozen=True)
+@node
 class Range(Node):
     """``start:stop`` inside a list literal: inclusive, descending when start > stop."""
 
@@ -61,32 +60,32 @@ class Range(Node):
     stop: "Expr"
 
 
-@dataclass(frozen=True)
+@node
 class ListExpr(Node):
     items: tuple["Expr | Range", ...]
 
 
-@dataclass(frozen=True)
+@node
 class BinOp(Node):
     op: str  # + - * / %
     left: "Expr"
     right: "Expr"
 
 
-@dataclass(frozen=True)
+@node
 class UnaryOp(Node):
     op: str  # - not
     operand: "Expr"
 
 
-@dataclass(frozen=True)
+@node
 class BoolOp(Node):
     op: str  # and or
     left: "Expr"
     right: "Expr"
 
 
-@dataclass(frozen=True)
+@node
 class Compare(Node):
     """A (possibly chained) comparison: ``left ops[0] comparators[0] ops[1] ...``."""
 
@@ -95,20 +94,20 @@ class Compare(Node):
     comparators: tuple["Expr", ...]
 
 
-@dataclass(frozen=True)
+@node
 class Keyword(Node):
     name: str
     value: "Expr"
 
 
-@dataclass(frozen=True)
+@node
 class Call(Node):
     func: "Expr"
     args: tuple["Expr", ...] = ()
     kwargs: tuple[Keyword, ...] = ()
 
 
-@dataclass(frozen=True)
+@node
 class Attr(Node):
     obj: "Expr"
     name: str
@@ -116,13 +115,13 @@ class Attr(Node):
     name_col: int = position()
 
 
-@dataclass(frozen=True)
+@node
 class Index(Node):
     obj: "Expr"
     index: "Expr"
 
 
-@dataclass(frozen=True)
+@node
 class Slice(Node):
     obj: "Expr"
     lower: "Expr | None"  # None: from the start
@@ -134,25 +133,25 @@ Expr = Union[Name, Int, Bool, Str, ListExpr, BinOp, UnaryOp, BoolOp, Compare, Ca
 # ---- statements ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@node
 class Assign(Node):
     target: str
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class AugAssign(Node):
     target: str
     op: str  # + - * / %
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class ExprStmt(Node):
     value: Expr
 
 
-@dataclass(frozen=True)
+@node
 class For(Node):
     target: str
     iter: Expr
@@ -161,13 +160,13 @@ class For(Node):
     target_col: int = position()
 
 
-@dataclass(frozen=True)
+@node
 class Elif(Node):
     test: Expr
     body: tuple["Stmt", ...]
 
 
-@dataclass(frozen=True)
+@node
 class If(Node):
     test: Expr
     body: tuple["Stmt", ...]
@@ -177,12 +176,12 @@ class If(Node):
     else_col: int = position()
 
 
-@dataclass(frozen=True)
+@node
 class Break(Node):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Continue(Node):
     pass
 
@@ -190,7 +189,7 @@ class Continue(Node):
 Stmt = Union[Assign, AugAssign, ExprStmt, For, If, Break, Continue]
 
 
-@dataclass(frozen=True)
+@node
 class Module(Node):
     body: tuple[Stmt, ...] = ()
 

@@ -8,9 +8,8 @@ table-driven tests compare against, e.g. ``(Assign target=x value=(BinOp op=+ ..
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
-from ..tree import Node, hidden, position, walk
+from ..tree import Node, hidden, node, position, walk
 from ..tree import dump as _dump
 
 __all__ = ["Node", "dump", "walk"]
@@ -18,67 +17,67 @@ __all__ = ["Node", "dump", "walk"]
 
 # ---- expressions -----------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@node
 class Name(Node):
     id: str
 
 
-@dataclass(frozen=True)
+@node
 class Const(Node):
     value: object  # int, float, str, bool or None
 
 
-@dataclass(frozen=True)
+@node
 class Array(Node):
     items: tuple
 
 
-@dataclass(frozen=True)
+@node
 class Object(Node):
     keys: tuple  # str
     values: tuple
 
 
-@dataclass(frozen=True)
+@node
 class BinOp(Node):
     op: str  # + - * / %
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
+@node
 class UnaryOp(Node):
     op: str  # - not
     operand: Node
 
 
-@dataclass(frozen=True)
+@node
 class BoolOp(Node):
     op: str  # and or
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
+@node
 class Compare(Node):
     op: str  # == != < <= > >= in "not in"
     left: Node
     right: Node
 
 
-@dataclass(frozen=True)
+@node
 class Call(Node):
     func: Node
     args: tuple
 
 
-@dataclass(frozen=True)
+@node
 class Attr(Node):
     obj: Node
     name: str
 
 
-@dataclass(frozen=True)
+@node
 class Index(Node):
     obj: Node
     index: Node
@@ -86,57 +85,57 @@ class Index(Node):
 
 # ---- statements ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@node
 class Assign(Node):
     target: Node  # Name, Attr or Index
     value: Node
 
 
-@dataclass(frozen=True)
+@node
 class ExprStmt(Node):
     value: Node
 
 
-@dataclass(frozen=True)
+@node
 class Return(Node):
     value: Node | None
 
 
-@dataclass(frozen=True)
+@node
 class Guard(Node):
     test: Node
     text: str = hidden()  # the expression as written (for messages)
 
 
-@dataclass(frozen=True)
+@node
 class Break(Node):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Continue(Node):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class Pass(Node):
     pass
 
 
-@dataclass(frozen=True)
+@node
 class FunctionDef(Node):
     name: str
     params: tuple
     body: tuple
 
 
-@dataclass(frozen=True)
+@node
 class ClassDef(Node):
     name: str
     methods: tuple  # FunctionDef; the constructor is named "__init__"
 
 
-@dataclass(frozen=True)
+@node
 class If(Node):
     test: Node
     body: tuple
@@ -145,39 +144,39 @@ class If(Node):
     else_line: int = position()
 
 
-@dataclass(frozen=True)
+@node
 class While(Node):
     test: Node
     body: tuple
 
 
-@dataclass(frozen=True)
+@node
 class For(Node):
     target: str
     iter: Node
     body: tuple
 
 
-@dataclass(frozen=True)
+@node
 class Policy(Node):
     policy: Node
     body: tuple
 
 
-@dataclass(frozen=True)
+@node
 class Retry(Node):
     attempts: Node
     backoff: Node | None
     body: tuple
 
 
-@dataclass(frozen=True)
+@node
 class Timeout(Node):
     ms: Node
     body: tuple
 
 
-@dataclass(frozen=True)
+@node
 class Module(Node):
     body: tuple
 
