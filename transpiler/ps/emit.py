@@ -48,33 +48,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..emitbase import (
-    ARG,
-    BLOCK,
-    CALL,
-    DICT,
-    DICT_ELEMENT,
-    ELSE,
-    FOR,
-    FUNCTION,
-    IF,
-    IF_EXP,
-    LINE,
-    LIST,
-    LPAR,
-    NAMED,
-    OP,
-    PARAM,
-    RPAR,
-    SUBSCRIPT,
-    SUITE,
-    TARGET,
-    WHILE,
-    WITH,
-    Emitted,
-    EmitterBase,
-    emit_guarded,
-)
+from .. import emitbase as shared
+from ..emitbase import Emitted, EmitterBase, emit_guarded
 from ..errors import DSLError
 from . import ast as A
 from .check import _defined
@@ -107,7 +82,7 @@ def _prec(node: A.Node) -> int:
 
 
 def _call(name: str, *args: cst.BaseExpression) -> cst.Call:
-    return cst.Call(func=cst.Name(name), args=[cst.Arg(a, **ARG) for a in args], **CALL)
+    return cst.Call(func=cst.Name(name), args=[cst.Arg(a, **shared.ARG) for a in args], **shared.CALL)
 
 
 def _string(value: str) -> cst.SimpleString:
@@ -124,19 +99,19 @@ _PLAIN_CALLS = BUILTINS - REBINDABLE
 _SIMPLE = (A.Assign, A.ExprStmt, A.Return, A.Guard, A.Break, A.Continue, A.Pass)
 _LAST = (A.Break, A.Continue, A.Return)  # nothing after one of these in a run ever runs
 _HEADERS = (A.If, A.While, A.For, A.FunctionDef, A.ClassDef)  # may end a run (counted in it)
-_FAST_BIN = {op: OP[cls] for op, cls in (("+", cst.Add), ("-", cst.Subtract), ("*", cst.Multiply), ("%", cst.Modulo))}
-_FAST_CMP = {op: OP[cls] for op, cls in (("==", cst.Equal), ("!=", cst.NotEqual), ("<", cst.LessThan),
+_FAST_BIN = {op: shared.OP[cls] for op, cls in (("+", cst.Add), ("-", cst.Subtract), ("*", cst.Multiply), ("%", cst.Modulo))}
+_FAST_CMP = {op: shared.OP[cls] for op, cls in (("==", cst.Equal), ("!=", cst.NotEqual), ("<", cst.LessThan),
                                          ("<=", cst.LessThanEqual), (">", cst.GreaterThan), (">=", cst.GreaterThanEqual))}
 
 
 def _global_counter() -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name("ps_n"))])], **LINE)
+    return cst.SimpleStatementLine([cst.Global([cst.NameItem(cst.Name("ps_n"))])], **shared.LINE)
 
 
 def _charge(k: int) -> cst.NamedExpr:
     """``(ps_n := ps_n + k)``: count k statements in the script's global counter."""
     return cst.NamedExpr(target=cst.Name("ps_n"), value=cst.BinaryOperation(
-        cst.Name("ps_n"), OP[cst.Add], cst.Integer(str(k))), lpar=[LPAR], rpar=[RPAR], **NAMED)
+        cst.Name("ps_n"), shared.OP[cst.Add], cst.Integer(str(k))), lpar=[shared.LPAR], rpar=[shared.RPAR], **shared.NAMED)
 
 
 class _Emitter(EmitterBase):
@@ -159,7 +134,7 @@ class _Emitter(EmitterBase):
         if _prec(node) < min_prec or (
             min_prec >= ATOM and isinstance(built, (cst.Integer, cst.Float))
         ):
-            built = built.with_changes(lpar=[LPAR], rpar=[RPAR])
+            built = built.with_changes(lpar=[shared.LPAR], rpar=[shared.RPAR])
         return self.mark(built, node)
 
     def _expr(self, node: A.Node) -> cst.BaseExpression:
@@ -177,10 +152,10 @@ class _Emitter(EmitterBase):
                 return cst.Float(repr(v))
             return _string(v)
         if isinstance(node, A.Array):
-            return cst.List([cst.Element(self.expr(i)) for i in node.items], **LIST)
+            return cst.List([cst.Element(self.expr(i)) for i in node.items], **shared.LIST)
         if isinstance(node, A.Object):
-            return cst.Dict([cst.DictElement(_string(k), self.expr(v), **DICT_ELEMENT)
-                             for k, v in zip(node.keys, node.values)], **DICT)
+            return cst.Dict([cst.DictElement(_string(k), self.expr(v), **shared.DICT_ELEMENT)
+                             for k, v in zip(node.keys, node.values)], **shared.DICT)
         if isinstance(node, A.BinOp):
             if node.op in _FAST_BIN and int_typed(node, self.ints):
                 return self._int_op(node, _FAST_BIN[node.op])
@@ -188,13 +163,13 @@ class _Emitter(EmitterBase):
             return fast or _call(_BIN_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
         if isinstance(node, A.UnaryOp):
             if node.op == "not":
-                return cst.UnaryOperation(OP[cst.Not], self.expr(node.operand, NOT))
+                return cst.UnaryOperation(shared.OP[cst.Not], self.expr(node.operand, NOT))
             if _number_literal(node.operand):
-                return cst.UnaryOperation(OP[cst.Minus], self.expr(node.operand, NEG))
+                return cst.UnaryOperation(shared.OP[cst.Minus], self.expr(node.operand, NEG))
             return _call("ps_neg", self.expr(node.operand))
         if isinstance(node, A.BoolOp):
             prec = _prec(node)
-            op = OP[cst.Or] if node.op == "or" else OP[cst.And]
+            op = shared.OP[cst.Or] if node.op == "or" else shared.OP[cst.And]
             return cst.BooleanOperation(left=self.expr(node.left, prec), operator=op,
                                         right=self.expr(node.right, prec + 1))
         if isinstance(node, A.Compare):
@@ -203,16 +178,17 @@ class _Emitter(EmitterBase):
             fast = self.hot and self._fast(node, _FAST_CMP.get(node.op), _CMP_HELPERS[node.op])
             return fast or _call(_CMP_HELPERS[node.op], self.expr(node.left), self.expr(node.right))
         if isinstance(node, A.Call):
-            return cst.Call(func=self.expr(node.func, ATOM), args=[cst.Arg(self.expr(a), **ARG) for a in node.args], **CALL)
+            args = [cst.Arg(self.expr(a), **shared.ARG) for a in node.args]
+            return cst.Call(func=self.expr(node.func, ATOM), args=args, **shared.CALL)
         if isinstance(node, A.Attr):
             return cst.Attribute(value=self.expr(node.obj, ATOM), attr=cst.Name(node.name))
         if isinstance(node, A.Index):
             return cst.Subscript(value=self.expr(node.obj, ATOM),
-                                 slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))], **SUBSCRIPT)
+                                 slice=[cst.SubscriptElement(cst.Index(self.expr(node.index)))], **shared.SUBSCRIPT)
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
     def _int_op(self, node, op) -> cst.BaseExpression:
-        """``(a OP b)``: both operands are ints whenever they have a value (``ints.py``), the case
+        """``(a shared.OP b)``: both operands are ints whenever they have a value (``ints.py``), the case
         where Python's operator is exactly the helper; a read of an unassigned name raises the
         same error either way."""
         left, right = self.expr(node.left, NEG), self.expr(node.right, NEG)
@@ -220,10 +196,10 @@ class _Emitter(EmitterBase):
             built = cst.BinaryOperation(left, op, right)
         else:
             built = cst.Comparison(left, [cst.ComparisonTarget(op, right)])
-        return built.with_changes(lpar=[LPAR], rpar=[RPAR])
+        return built.with_changes(lpar=[shared.LPAR], rpar=[shared.RPAR])
 
     def _fast(self, node, op, helper: str) -> cst.IfExp | None:
-        """``(a OP b if ps_type(a) is ps_int and ... else ps_helper(a, b))`` for two operands that
+        """``(a shared.OP b if ps_type(a) is ps_int and ... else ps_helper(a, b))`` for two operands that
         are variables or integer literals (at least one variable): two integers are the case
         where Python's operator is exactly the helper (no booleans, strings, floats or errors);
         every other case goes to the helper. ``%`` only by a non-zero literal. A variable known
@@ -239,16 +215,16 @@ class _Emitter(EmitterBase):
         unknown = [i for i, n in enumerate(names) if n.id not in self.ints]
         test = None
         for n in names[:unknown[-1] + 1] if unknown else ():
-            check = cst.Comparison(_call("ps_type", self.expr(n)), [cst.ComparisonTarget(OP[cst.Is], cst.Name("ps_int"))])
-            test = check if test is None else cst.BooleanOperation(test, OP[cst.And], check)
+            check = cst.Comparison(_call("ps_type", self.expr(n)), [cst.ComparisonTarget(shared.OP[cst.Is], cst.Name("ps_int"))])
+            test = check if test is None else cst.BooleanOperation(test, shared.OP[cst.And], check)
         if isinstance(node, A.BinOp):
             body = cst.BinaryOperation(self.expr(left, NEG), op, self.expr(right, NEG))
         else:
             body = cst.Comparison(self.expr(left, NEG), [cst.ComparisonTarget(op, self.expr(right, NEG))])
         if test is None:  # every variable known int (int_typed sends these to _int_op first)
-            return body.with_changes(lpar=[LPAR], rpar=[RPAR])
+            return body.with_changes(lpar=[shared.LPAR], rpar=[shared.RPAR])
         return cst.IfExp(test=test, body=body, orelse=_call(helper, self.expr(left), self.expr(right)),
-                         lpar=[LPAR], rpar=[RPAR], **IF_EXP)
+                         lpar=[shared.LPAR], rpar=[shared.RPAR], **shared.IF_EXP)
 
     # -- statements ----------------------------------------------------------------------------
 
@@ -308,21 +284,22 @@ class _Emitter(EmitterBase):
         out: list[cst.BaseStatement] = []
         if k == 1:  # marked as its statement: the budget's error there is that statement's
             out.append(self.mark(cst.If(test=cst.Comparison(_charge(1), [cst.ComparisonTarget(
-                OP[cst.GreaterThanEqual], cst.Name("ps_at"))]),
-                body=cst.SimpleStatementSuite([cst.Expr(_call("ps_check"))], **SUITE), **IF), header or simple[0], True))
+                shared.OP[cst.GreaterThanEqual], cst.Name("ps_at"))]),
+                body=cst.SimpleStatementSuite([cst.Expr(_call("ps_check"))], **shared.SUITE), **shared.IF),
+                header or simple[0], True))
             out.extend(self.plain(s) for s in simple)
         elif simple:
             fast = [self.plain(s) for s in simple]
             # each statement of the fast copy but the last: how many of the run's come after it
             self.charged.extend((line, k - 1 - j) for j, line in enumerate(fast) if k - 1 - j > 0)
-            undo = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("ps_n"), **TARGET)], cst.BinaryOperation(
-                cst.Name("ps_n"), OP[cst.Subtract], cst.Integer(str(k))))], **LINE)
+            undo = cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("ps_n"), **shared.TARGET)], cst.BinaryOperation(
+                cst.Name("ps_n"), shared.OP[cst.Subtract], cst.Integer(str(k))))], **shared.LINE)
             slow = [undo] + [line for s in simple for line in self.stmt(s)]
             if header is not None:
-                slow.append(self.mark(cst.SimpleStatementLine([_step()], **LINE), header, True))
-            out.append(cst.If(test=cst.Comparison(_charge(k), [cst.ComparisonTarget(OP[cst.LessThan], cst.Name("ps_at"))]),
-                              body=cst.IndentedBlock(fast, **BLOCK), orelse=cst.Else(cst.IndentedBlock(slow, **BLOCK), **ELSE),
-                              **IF))
+                slow.append(self.mark(cst.SimpleStatementLine([_step()], **shared.LINE), header, True))
+            out.append(cst.If(test=cst.Comparison(_charge(k), [cst.ComparisonTarget(shared.OP[cst.LessThan], cst.Name("ps_at"))]),
+                              body=cst.IndentedBlock(fast, **shared.BLOCK),
+                              orelse=cst.Else(cst.IndentedBlock(slow, **shared.BLOCK), **shared.ELSE), **shared.IF))
         if header is not None:
             out.extend(self.stmt(header, step=False))
         return out
@@ -333,18 +310,18 @@ class _Emitter(EmitterBase):
         return self.mark(line.with_changes(body=line.body[1:]), node, True)
 
     def block(self, stmts) -> cst.IndentedBlock:
-        return cst.IndentedBlock(self.body(stmts), **BLOCK)
+        return cst.IndentedBlock(self.body(stmts), **shared.BLOCK)
 
     def simple(self, node: A.Node, small: cst.BaseSmallStatement) -> list[cst.BaseStatement]:
         self.mark(small, node, True)
         line = cst.SimpleStatementLine([_step(), small],
-                                       leading_lines=self.comment(node.line, node.end_line), **LINE)
+                                       leading_lines=self.comment(node.line, node.end_line), **shared.LINE)
         return [self.mark(line, node, True)]
 
     def compound(self, step: bool, node: A.Node, header_end: int, built: cst.BaseCompoundStatement):
         if not step:  # counted in the run before it
             return [self.mark(built.with_changes(leading_lines=self.comment(node.line, header_end)), node, True)]
-        step = cst.SimpleStatementLine([_step()], leading_lines=self.comment(node.line, header_end), **LINE)
+        step = cst.SimpleStatementLine([_step()], leading_lines=self.comment(node.line, header_end), **shared.LINE)
         return [self.mark(step, node, True), self.mark(built, node, True)]
 
     def looped(self, body) -> cst.IndentedBlock:
@@ -360,7 +337,7 @@ class _Emitter(EmitterBase):
             return self.klass(node, step=False)
         if isinstance(node, A.Assign):
             target = self.expr(node.target)
-            return self.simple(node, cst.Assign(targets=[cst.AssignTarget(target, **TARGET)], value=self.expr(node.value)))
+            return self.simple(node, cst.Assign(targets=[cst.AssignTarget(target, **shared.TARGET)], value=self.expr(node.value)))
         if isinstance(node, A.ExprStmt):
             return self.simple(node, cst.Expr(self.expr(node.value)))
         if isinstance(node, A.Return):
@@ -387,7 +364,8 @@ class _Emitter(EmitterBase):
                 test = self.expr(node.test)
             finally:
                 self.hot = hot
-            return self.compound(step, node, node.test.end_line, cst.While(test=test, body=self.looped(node.body), **WHILE))
+            loop = cst.While(test=test, body=self.looped(node.body), **shared.WHILE)
+            return self.compound(step, node, node.test.end_line, loop)
         if isinstance(node, A.For):
             it = node.iter
             if isinstance(it, A.Call) and isinstance(it.func, A.Name) and it.func.id == "range":
@@ -396,7 +374,7 @@ class _Emitter(EmitterBase):
             else:
                 iterable = self.expr(it)
             return self.compound(step, node, node.iter.end_line, cst.For(
-                target=cst.Name(node.target), iter=iterable, body=self.looped(node.body), **FOR))
+                target=cst.Name(node.target), iter=iterable, body=self.looped(node.body), **shared.FOR))
         if isinstance(node, A.Policy):
             return self.compound(step, node, node.policy.end_line, self._with(
                 _call("ps_policy", self.expr(node.policy), cst.Integer(str(node.line))), node, node.body))
@@ -416,13 +394,13 @@ class _Emitter(EmitterBase):
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
     def _with(self, manager: cst.BaseExpression, node: A.Node, body) -> cst.With:
-        return cst.With(items=[cst.WithItem(self.mark(manager, node))], body=self.block(body), **WITH)
+        return cst.With(items=[cst.WithItem(self.mark(manager, node))], body=self.block(body), **shared.WITH)
 
     def function(self, name: str, node: A.FunctionDef) -> cst.FunctionDef:
-        params = cst.Parameters(params=[cst.Param(cst.Name(p), **PARAM) for p in node.params])
+        params = cst.Parameters(params=[cst.Param(cst.Name(p), **shared.PARAM) for p in node.params])
         body = self.looped(node.body)  # a function's body runs once per call: counted by runs
         return cst.FunctionDef(name=cst.Name(name), params=params,
-                               body=body.with_changes(body=[_global_counter(), *body.body]), **FUNCTION)
+                               body=body.with_changes(body=[_global_counter(), *body.body]), **shared.FUNCTION)
 
     def klass(self, node: A.ClassDef, step: bool = True) -> list[cst.BaseStatement]:
         methods: list[cst.BaseStatement] = []
@@ -445,11 +423,11 @@ class _Emitter(EmitterBase):
     def _if(self, node: A.If) -> cst.If:
         orelse = None
         if node.orelse:
-            orelse = cst.Else(self.block(node.orelse), leading_lines=self.comment(node.else_line), **ELSE)
+            orelse = cst.Else(self.block(node.orelse), leading_lines=self.comment(node.else_line), **shared.ELSE)
         for clause in reversed(node.elifs):
             orelse = self.mark(cst.If(test=self.expr(clause.test), body=self.block(clause.body),
-                                      orelse=orelse, leading_lines=self.comment(clause.line), **IF), clause, True)
-        return cst.If(test=self.expr(node.test), body=self.block(node.body), orelse=orelse, **IF)
+                                      orelse=orelse, leading_lines=self.comment(clause.line), **shared.IF), clause, True)
+        return cst.If(test=self.expr(node.test), body=self.block(node.body), orelse=orelse, **shared.IF)
 
     def module(self, node: A.Module, filename: str) -> Emitted:
         self.bound = frozenset(_defined(node))
