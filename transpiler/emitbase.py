@@ -18,7 +18,7 @@ from .errors import DSLError
 from .sourcemap import SourceMap
 from .tree import Node
 
-__all__ = ["Emitted", "EmitterBase", "safe_comment", "emit_guarded", "node_defaults", "OP"]
+__all__ = ["Emitted", "EmitterBase", "safe_comment", "emit_guarded", "node_defaults"]
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,9 @@ def node(cls: type) -> type:
     positional, keyword, stores, defaults = [], [], [], {}
     for f in fields(cls):
         if f.default_factory is not MISSING or not f.init:
-            raise TypeError(f"{cls.__name__}.{f.name}: a node field has a plain default or none")
+            raise TypeError(f"{cls.__name__}.{f.name}: a node field is set by __init__, with a plain default or none")
+        if f.name.startswith("_"):  # the generated __init__'s own names start with one
+            raise TypeError(f"{cls.__name__}.{f.name}: a node field's name does not start with '_'")
         param = f.name
         if f.default is not MISSING:
             defaults[f"_default_{f.name}"] = f.default
@@ -46,7 +48,7 @@ def node(cls: type) -> type:
     source = f"def __init__(_self, {params}):\n    _fields = _self.__dict__\n    " + "\n    ".join(stores)
     exec(source, defaults)  # noqa: S102 - the text is made of the class's own field names
     init = defaults["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__qualname__, init.__module__ = f"{cls.__qualname__}.__init__", cls.__module__
     cls.__init__ = init
     return cls
 

@@ -50,6 +50,11 @@ def test_node_classes_with_what_the_fast_init_cannot_mirror_are_refused():
         class Listed(Node):
             items: list = field(default_factory=list)
 
+    with pytest.raises(TypeError, match="does not start with '_'"):
+        @node
+        class Private(Node):
+            _fields: int  # would be the generated __init__'s name for the instance dict
+
     with pytest.raises(TypeError, match="__post_init__"):
         @node
         class Checked(Node):
@@ -65,4 +70,5 @@ def test_every_node_class_of_both_languages_has_the_fast_init(tree):
     assert len(classes) > 20
     for cls in classes:
         assert cls.__init__.__qualname__ == f"{cls.__qualname__}.__init__"
+        assert cls.__init__.__module__ == cls.__module__
         assert "_fields" in cls.__init__.__code__.co_varnames, cls

@@ -188,7 +188,7 @@ class _Emitter(EmitterBase):
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
     def _int_op(self, node, op) -> cst.BaseExpression:
-        """``(a shared.OP b)``: both operands are ints whenever they have a value (``ints.py``), the case
+        """``(a OP b)``: both operands are ints whenever they have a value (``ints.py``), the case
         where Python's operator is exactly the helper; a read of an unassigned name raises the
         same error either way."""
         left, right = self.expr(node.left, NEG), self.expr(node.right, NEG)
@@ -199,7 +199,7 @@ class _Emitter(EmitterBase):
         return built.with_changes(lpar=[shared.LPAR], rpar=[shared.RPAR])
 
     def _fast(self, node, op, helper: str) -> cst.IfExp | None:
-        """``(a shared.OP b if ps_type(a) is ps_int and ... else ps_helper(a, b))`` for two operands that
+        """``(a OP b if ps_type(a) is ps_int and ... else ps_helper(a, b))`` for two operands that
         are variables or integer literals (at least one variable): two integers are the case
         where Python's operator is exactly the helper (no booleans, strings, floats or errors);
         every other case goes to the helper. ``%`` only by a non-zero literal. A variable known
@@ -385,11 +385,11 @@ class _Emitter(EmitterBase):
             backoff = cst.Integer("0") if node.backoff is None else self.expr(node.backoff)
             inner = self._with(cst.Name("ps_attempt"), node, node.body)
             loop = cst.For(target=cst.Name("ps_attempt"), iter=cst.Name("ps_attempts"),
-                           body=cst.IndentedBlock([inner]))
+                           body=cst.IndentedBlock([inner], **shared.BLOCK), **shared.FOR)
             manager = self.mark(_call("ps_retry", self.expr(node.attempts), backoff,
                                       cst.Integer(str(node.line))), node)
             block = cst.With(items=[cst.WithItem(manager, asname=cst.AsName(cst.Name("ps_attempts")))],
-                             body=cst.IndentedBlock([loop]))
+                             body=cst.IndentedBlock([loop], **shared.BLOCK), **shared.WITH)
             return self.compound(step, node, node.line, block)
         raise DSLError(f"cannot emit {type(node).__name__}", node.line or 1, node.col or 1)
 
@@ -410,14 +410,14 @@ class _Emitter(EmitterBase):
             fn = self.mark(self.function(local, m).with_changes(
                 leading_lines=self.comment(m.line)), m, True)
             methods.append(fn)
-            table.append(cst.DictElement(_string(m.name), cst.Name(local)))
-        methods.append(cst.SimpleStatementLine([cst.Return(cst.Dict(table))]))
+            table.append(cst.DictElement(_string(m.name), cst.Name(local), **shared.DICT_ELEMENT))
+        methods.append(cst.SimpleStatementLine([cst.Return(cst.Dict(table, **shared.DICT))], **shared.LINE))
         builder = cst.FunctionDef(name=cst.Name(f"ps_class_{node.name}"), params=cst.Parameters(),
-                                  body=cst.IndentedBlock(methods),
-                                  leading_lines=self.comment(node.line, node.line + 1))
+                                  body=cst.IndentedBlock(methods, **shared.BLOCK),
+                                  leading_lines=self.comment(node.line, node.line + 1), **shared.FUNCTION)
         assign = cst.SimpleStatementLine([_step()] * step + [cst.Assign(
-            targets=[cst.AssignTarget(cst.Name(node.name))],
-            value=_call("ps_make_class", _string(node.name), _call(f"ps_class_{node.name}")))])
+            targets=[cst.AssignTarget(cst.Name(node.name), **shared.TARGET)],
+            value=_call("ps_make_class", _string(node.name), _call(f"ps_class_{node.name}")))], **shared.LINE)
         return [self.mark(builder, node, True), self.mark(assign, node, True)]
 
     def _if(self, node: A.If) -> cst.If:
@@ -437,7 +437,7 @@ class _Emitter(EmitterBase):
         # The script is a function (its variables fast locals), run at once by its decorator. An
         # LLM built-in the script rebinds is a local of it: its default is the built-in, so
         # `plan = plan("...")` reads the built-in first, as at module level.
-        tight = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+        tight = cst.AssignEqual(whitespace_before=shared.NO_SPACE, whitespace_after=shared.NO_SPACE)
         params = [cst.Param(cst.Name(n), default=cst.Name(n), equal=tight) for n in sorted(self.bound & REBINDABLE)]
         script = cst.FunctionDef(name=cst.Name("ps_script"), params=cst.Parameters(params=params),
                                  body=cst.IndentedBlock([_global_counter(), run]),
