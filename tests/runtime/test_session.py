@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -488,9 +490,6 @@ def test_a_worker_started_ahead_compiles_its_warm_up_cleanly():
 def test_the_memory_watch_reads_its_own_process_only():
     """The supervisor's resident-size watch is bound to the process it opened: once that process
     has ended and been reaped, it reads 0, never whichever process got the PID next."""
-    import subprocess
-    import sys
-
     from runtime.procfs import Resident
 
     child = subprocess.Popen([sys.executable, "-c", "x = bytearray(40 << 20); input()"], stdin=subprocess.PIPE)
@@ -508,9 +507,6 @@ def test_the_memory_watch_reads_its_own_process_only():
 def test_the_supervisor_reads_a_workers_child_and_its_peak_memory_from_proc():
     """script_process and peak_resident_kib read /proc in one read each: the one child of a
     process forked once, and the high-water mark its status file shows (None once it is gone)."""
-    import subprocess
-    import sys
-
     from runtime.procfs import peak_resident_kib, script_process
 
     parent = subprocess.Popen([sys.executable, "-c", "import os, sys; os.fork() or sys.stdin.read(); sys.stdin.read()"],
@@ -548,9 +544,6 @@ def pinned(cpu: int, work):
 def test_workers_are_kept_off_the_cpu_of_the_thread_that_wakes_them():
     """The kernel often wakes a process on its waker's CPU, to wait there for it: off_this_cpu
     gives the worker every CPU but the caller's (none changed when there is no other)."""
-    import subprocess
-    import sys
-
     from runtime.cpus import off_this_cpu
 
     cpus = os.sched_getaffinity(0)
