@@ -518,6 +518,9 @@ def test_the_supervisor_reads_a_workers_child_and_its_peak_memory_from_proc():
             time.sleep(0.01)
         child = script_process(parent.pid)
         assert psutil.Process(child).ppid() == parent.pid
+        while psutil.Process(child).status() != psutil.STATUS_SLEEPING:  # in its read: its peak stays put
+            assert time.monotonic() < deadline, "the child never waited for input"
+            time.sleep(0.01)
         with open(f"/proc/{child}/status") as status:
             shown = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
         assert peak_resident_kib(child) == shown > 0
