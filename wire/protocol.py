@@ -115,6 +115,7 @@ OPS: dict[str, dict[str, str]] = {
     # iteration}, else {}). -> {"value": plan | object | bool | str, "llm_calls": int, "cost": float}.
     # deadline_ms as for ps.action. The call runs in the broker; keys never leave it.
     "ps.llm": {"kind": STR, "prompt": STR, "opts": OBJECT, "state": OBJECT, "deadline_ms": INT},
+    "ps.counters": {},  # -> {"llm_calls": int, "cost": float}: after a ps.llm that failed (it was counted)
 }
 
 # The actions a ps.action names (spec: "Acciones del LLM"), and those ps.parallel may run

@@ -53,6 +53,17 @@ BUFFERED_ACTIONS = frozenset({"READ_FILE", "SEARCH", "REPORT"})
 FLUSH_SECONDS = 1.0
 
 
+def json_line(record: dict) -> str:
+    """``record`` as one line of JSON that encodes as UTF-8: a string holding a lone surrogate
+    (a model's text may) is written with JSON's escapes, which read back as the same string."""
+    line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(record, default=str) + "\n"
+    return line
+
+
 class RunLogError(RunSetupError):
     """The run log cannot be created: a problem of the command line or the project (exit 2),
     not of the script."""
@@ -154,11 +165,11 @@ class RunLog:
     def _line(self, event: str, fields: dict) -> str:
         record = {"t_ms": round((time.monotonic() - self.started) * 1000, 3), "event": event,
                   **{k: compact(v) for k, v in fields.items()}}
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        if len(line) > MAX_EVENT_BYTES:
+        line = json_line(record)
+        if len(line) > MAX_EVENT_BYTES // 4 and len(line.encode("utf-8")) > MAX_EVENT_BYTES:
             kept = {k: v for k, v in record.items() if k in SMALL_FIELDS}
             kept["fields"] = digest({k: v for k, v in record.items() if k not in SMALL_FIELDS})
-            line = json.dumps(kept, ensure_ascii=False, default=str) + "\n"
+            line = json_line(kept)
         return line
 
     def write(self, event: str, **fields) -> None:
@@ -166,7 +177,7 @@ class RunLog:
             return
         buffered = event in BUFFERED_EVENTS or (event == "action" and fields.get("action") in BUFFERED_ACTIONS)
         line = self._line(event, fields)
-        size = len(line.encode("utf-8", "surrogatepass"))
+        size = len(line.encode("utf-8"))
         room = self.max_bytes - self.written - (0 if event in FINAL_EVENTS else FINAL_RESERVE)
         if size > room:
             if event in FINAL_EVENTS:

@@ -160,6 +160,7 @@ class PSSession:
             "ps.scope": self.op_scope,
             "ps.event": self.op_event,
             "ps.llm": self.llm.op_llm,
+            "ps.counters": self.llm.counters,
         }, finish=self.finish)
 
     def op_start(self):

@@ -109,3 +109,51 @@ def test_a_key_written_in_the_script_is_not_kept_in_the_run_log(tmp_path, fake_l
     assert fake_llm.requests[0]["headers"]["authorization"] == "Bearer " + KEY
     kept = "".join(p.read_text() for p in (tmp_path / ".ps-runs").rglob("*") if p.is_file())
     assert KEY not in kept and "[redacted]" in kept
+
+
+def test_hostile_and_cut_short_answers_are_logged_charged_and_replayed_the_same(tmp_path, fake_llm):
+    """A lone surrogate in an answer's raw text crashed the call (InternalError); a request cut
+    short by a `timeout` block was neither logged nor recorded, so its replay took the next
+    answer; an answer refused as too large cost nothing against --max-cost; and llm_calls and
+    cost stayed stale in the script after a failed call."""
+    from tests.support.fake_llm import Raw, Slow
+
+    def envelope(content: str) -> Raw:  # json.dumps escapes the lone surrogate: valid bytes, a bad text
+        return Raw(json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}).encode(), {})
+
+    once = f'{{ provider: "openai", baseUrl: "{fake_llm.url}", maxRetries: 0 }}'
+    script = tmp_path / "hostile.ps"
+    script.write_text(f'''
+log(judge("a?", {{ provider: "openai", baseUrl: "{fake_llm.url}", retryDelayMs: 1 }}))
+retry 2:
+  log("calls", llm_calls)
+  timeout 1500:
+    log(judge("b?", {once}))
+retry 2:
+  log("calls", llm_calls)
+  log(judge("c?", {once}))
+log("calls", llm_calls, cost > 0.1)
+''')
+    fake_llm.answer(envelope('{"answer": true, "why": "\ud800"}'), {"answer": True}, Slow(3, {"answer": True}), {"answer": False},
+                    Raw(b"x" * (3 << 20), {}), {"answer": True})
+    proc = fdsl("run", script, "--project", tmp_path, "--yes", env={"OPENAI_API_KEY": KEY})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[ps] true", "[ps] calls 2", "[ps] calls 3", "[ps] false", "[ps] calls 4",
+                                        "[ps] calls 5", "[ps] true", "[ps] calls 6 true"]
+    (run,) = [d for d in (tmp_path / ".ps-runs").iterdir() if d.name != "memory"]
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text(encoding="utf-8").splitlines()]
+    calls = [e for e in events if e["event"] == "llm_call"]
+    assert len(calls) == 6 == events[-1]["llm_calls"]
+    assert "lone surrogate" in [e for e in events if e["event"] == "llm_invalid"][0]["error"]
+    assert "timeout block" in calls[2]["error"] and calls[2]["ok"] is False
+    # billed: estimated at maxTokens (its default, 4,096), the most the provider made, at the fallback price
+    assert calls[4]["ok"] is False and calls[4]["tokens_out"] == 4096 and calls[4]["priced"] is False
+    assert calls[4]["cost"] == round((calls[4]["tokens_in"] * 10 + 4096 * 30) / 1e6, 6)
+    answers = (run / "llm.jsonl").read_text(encoding="utf-8").splitlines()  # strict UTF-8: it must decode
+    assert len(answers) == 6 and json.loads(answers[0])["text"].endswith('"\ud800"}')
+    fake_llm.close()
+    replay = fdsl("replay", run.name, "--project", tmp_path, "--yes", env={"OPENAI_API_KEY": ""})
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout == proc.stdout

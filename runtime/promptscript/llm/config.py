@@ -23,6 +23,7 @@ BASE_URLS = {"openai": "https://api.openai.com/v1", "openrouter": "https://openr
              "anthropic": "https://api.anthropic.com"}
 ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]{1,100}")
 MAX_KEY_CHARS = 4096
+DEFAULT_MAX_TOKENS = 4096  # maxTokens when not given: the most output tokens a call is billed for
 MAX_TEXT_OPTION = 64 << 10  # system, context
 MAX_RETRIES = 10
 MAX_TIMEOUT_MS = 600_000

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import time
 
-from runtime.errors import ScriptError
+from runtime.errors import DeadlineExceeded, LimitError, ScriptError
+from runtime.promptscript.deadline import BlockDeadline
 from runtime.promptscript.llm import prompts
-from runtime.promptscript.llm.config import CLIDefaults, LLMError, Resolved, Secrets, resolve
-from runtime.promptscript.llm.replay import Recorder
+from runtime.promptscript.llm.config import DEFAULT_MAX_TOKENS, CLIDefaults, LLMError, Resolved, Secrets, resolve
+from runtime.promptscript.llm.replay import MAX_TOKENS, Recorder
 from runtime.promptscript.llm.schema import (
     BadAnswer,
     check_decision,
@@ -118,7 +119,7 @@ class LLMLayer:
         value = self.ask(kind, cfg, messages, lambda text: self.check(kind, text, allowed, cfg, schema))
         value = self.redacted(value)  # a server may echo the key back: it never reaches the worker or a memory
         if kind == "summarize" and memory is not None:
-            self.memory.set_summary(memory["key"], value)
+            value = self.memory.set_summary(memory["key"], value)
         return value
 
     def redacted(self, value):
@@ -151,7 +152,7 @@ class LLMLayer:
             except BadAnswer as exc:
                 problem = self.secrets.redact(str(exc))
                 self.session.event("llm_invalid", kind=kind, attempt=attempt + 1, error=problem[:500])
-                messages = [*messages, ("assistant", text[:prompts.MAX_LAST_RESULT_CHARS]),
+                messages = [*messages, ("assistant", _text_only(text[:prompts.MAX_LAST_RESULT_CHARS])),
                             ("user", prompts.retry_message(problem))]
         raise LLMError(f"{kind}: the model ({cfg.provider} {cfg.model}) gave no valid answer in {retries + 1} "
                        f"attempt{'s' if retries else ''}: {problem} (raise maxRetries, or change the prompt or the model)")
@@ -164,10 +165,19 @@ class LLMLayer:
             started = time.monotonic()
             try:
                 reply = self.send(cfg, messages)
+            except (BlockDeadline, DeadlineExceeded, LimitError) as stopped:  # a deadline met waiting for it
+                if cfg.provider != "mock":  # replayed as the same stop (replayed())
+                    self.recorder.record({"ok": False, "what": str(stopped), "stopped": type(stopped).__name__})
+                self.log_call(kind, cfg, messages, started, ok=False, error=str(stopped))
+                raise
             except _Failed as failed:
                 if cfg.provider != "mock":
-                    self.recorder.record({"ok": False, "what": failed.what, "retryable": failed.retryable})
-                self.log_call(kind, cfg, messages, started, ok=False, error=failed.what)
+                    self.recorder.record({"ok": False, "what": failed.what, "retryable": failed.retryable,
+                                          "billed": failed.billed})
+                if failed.billed:  # an answer came and was refused (too large, unreadable): it was billed
+                    self.account(kind, cfg, messages, None, started, billed=failed.billed, error=failed.what)
+                else:
+                    self.log_call(kind, cfg, messages, started, ok=False, error=failed.what)
                 if not failed.retryable or attempt == retries:
                     raise LLMError(f"{kind}: the LLM call to {cfg.provider} ({cfg.model}) failed: {failed.what}"
                                    + (f" after {attempt + 1} attempts" if attempt else "")) from None
@@ -203,6 +213,7 @@ class LLMLayer:
 
         limit = cfg.get("timeoutMs", DEFAULT_TIMEOUT_MS) / 1000
         left = self.session.deadline.left()
+        answered = self.providers.answered[0]
         try:
             return self.providers.call(cfg, messages, limit if left is None else max(min(limit, left), 0.001))
         except TimeoutError:  # asyncio's too, since Python 3.11 (asyncio stays unloaded until a provider call)
@@ -211,7 +222,7 @@ class LLMLayer:
         except ScriptError:
             raise
         except Exception as exc:  # noqa: BLE001 - a provider's failure, worded by classify()
-            raise _Failed(*classify(exc)) from None
+            raise _Failed(*classify(exc), billed=self.providers.answered[0] - answered) from None
 
     def replayed(self):
         """The next recorded answer (fdsl replay): no provider is reached."""
@@ -223,7 +234,17 @@ class LLMLayer:
         if type(entry) is not dict:
             raise LLMError("replay: a recorded answer is damaged")
         if entry.get("ok") is not True:
-            raise _Failed(str(entry.get("what", "a recorded failure")), entry.get("retryable") is True)
+            what = str(entry.get("what", "a recorded failure"))
+            stopped = entry.get("stopped")
+            if stopped == "BlockDeadline":
+                raise BlockDeadline(what)
+            if stopped == "DeadlineExceeded":
+                raise DeadlineExceeded(what)
+            if stopped == "LimitError":
+                self.session.stop(what)
+            billed = entry.get("billed")
+            raise _Failed(what, entry.get("retryable") is True,
+                          billed=billed if type(billed) is int and 0 < billed <= MAX_TOKENS else 0)
         return SimpleNamespace(text=str(entry.get("text", "")), input_tokens=int(entry.get("tokens_in") or 0),
                                output_tokens=int(entry.get("tokens_out") or 0), model=str(entry.get("model", "")))
 
@@ -251,9 +272,12 @@ class LLMLayer:
         tokens_in = sum(len(t) for _, t in messages) // 4
         return SimpleNamespace(text=text, input_tokens=tokens_in, output_tokens=len(text) // 4, model="mock")
 
-    def account(self, kind: str, cfg: Resolved, messages: list, reply, started: float) -> None:
+    def account(self, kind: str, cfg: Resolved, messages: list, reply, started: float, billed: int = 0,
+                error: str | None = None) -> None:
+        """Count a call's tokens and cost, and log it: a reply's, or (``reply`` None) an answer of
+        ``billed`` bytes that came and was refused, whose usage is unknown and so estimated."""
         usd, known = 0.0, True
-        tokens_in, tokens_out = reply.input_tokens, reply.output_tokens
+        tokens_in, tokens_out = (reply.input_tokens, reply.output_tokens) if reply is not None else (0, 0)
         if cfg.provider != "mock":  # providers.py (httpx, genai-prices) stays unloaded for mock runs
             from runtime.promptscript.llm.providers import fallback_price, price
 
@@ -261,13 +285,16 @@ class LLMLayer:
                 usd, known = price(cfg.provider, cfg.model, tokens_in, tokens_out)
             else:  # usage absent, zero or negative: estimated (4 characters a token), at the fallback price
                 tokens_in = tokens_in if tokens_in > 0 else max(1, sum(len(t) for _, t in messages) // 4)
+                if reply is None:  # a refused answer: no more than maxTokens were made, whatever came
+                    tokens_out = max(1, min(billed // 4, cfg.get("maxTokens", DEFAULT_MAX_TOKENS)))
                 tokens_out = tokens_out if tokens_out > 0 else max(1, len(reply.text) // 4)
                 usd, known = fallback_price(tokens_in, tokens_out), False
         self.cost += usd
         self.tokens[0] += tokens_in
         self.tokens[1] += tokens_out
-        self.log_call(kind, cfg, messages, started, ok=True, response=reply.text, tokens_in=tokens_in,
-                      tokens_out=tokens_out, cost=round(usd, 6), priced=known)
+        outcome = {"ok": True, "response": reply.text} if reply is not None else {"ok": False, "error": error}
+        self.log_call(kind, cfg, messages, started, **outcome, tokens_in=tokens_in, tokens_out=tokens_out,
+                      cost=round(usd, 6), priced=known)
         o = self.session.options
         if o.max_cost and self.cost > o.max_cost:
             self.session.stop(f"budget exceeded: --max-cost ${o.max_cost:g} (${self.cost:.4f} spent in {self.calls} LLM calls)")
@@ -314,7 +341,7 @@ class LLMLayer:
                 s.log_action("READ_FILE", values, False, error=str(exc))
                 raise
             s.log_action("READ_FILE", values, True, value=value, context_file=True)
-            out.append((path, value if isinstance(value, str) else json.dumps(value)[:prompts.MAX_CONTEXT_FILE_CHARS]))
+            out.append((path, value if isinstance(value, str) else json.dumps(value)))
         return out
 
     def close(self) -> None:
@@ -334,9 +361,17 @@ class LLMLayer:
 
 
 class _Failed(Exception):
-    def __init__(self, what: str, retryable: bool) -> None:
+    """A call that got no usable answer; ``billed``: the bytes of an answer that came and was
+    refused (the provider bills it)."""
+
+    def __init__(self, what: str, retryable: bool, billed: int = 0) -> None:
         super().__init__(what)
-        self.what, self.retryable = what, retryable
+        self.what, self.retryable, self.billed = what, retryable, billed
+
+
+def _text_only(text: str) -> str:
+    """``text`` with each lone surrogate (a hostile answer's) as U+FFFD, so it can be sent back."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _mock_default(kind: str, schema: dict | None, prompt: str, state: dict):

@@ -139,8 +139,9 @@ class Memories:
                 memory["objective"] = objective
         return self.update(key, change)
 
-    def set_summary(self, key: str, summary: str) -> None:
-        self.update(key, lambda memory: memory.__setitem__("summary", summary))
+    def set_summary(self, key: str, summary: str) -> str:
+        """Write the summary; returns it as kept (schema.MAX_SUMMARY_BYTES makes that all of it)."""
+        return self.update(key, lambda memory: memory.__setitem__("summary", summary))["summary"]
 
     def note(self, action: str, values: dict, ok: bool, error: str | None = None) -> None:
         """An action of the script or of an agent, into the active memory (if any)."""

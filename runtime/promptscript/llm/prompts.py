@@ -57,7 +57,11 @@ def user_message(prompt: str, *, memory: dict | None, files: list[tuple[str, str
             {k: memory[k] for k in ("objective", "summary", "filesTouched", "recentDiffSummary", "openIssues")},
             ensure_ascii=False, indent=1))
     for path, text in files:
-        parts.append(f"File {path}:\n{text[:MAX_CONTEXT_FILE_CHARS]}")
+        if len(text) > MAX_CONTEXT_FILE_CHARS:  # the model is told it sees a part only
+            parts.append(f"File {path} (its first {MAX_CONTEXT_FILE_CHARS:,} characters of {len(text):,}; "
+                         f"the rest is not shown):\n{text[:MAX_CONTEXT_FILE_CHARS]}")
+        else:
+            parts.append(f"File {path}:\n{text}")
     if context:
         parts.append("Context:\n" + context)
     if "last_result" in state:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import httpx2 as httpx  # the HTTP client the installed openai and anthropic SDKs use
 
-from runtime.promptscript.llm.config import LLMError, Resolved
+from runtime.promptscript.llm.config import DEFAULT_MAX_TOKENS, LLMError, Resolved
 
 MAX_RESPONSE_BYTES = 2 << 20
 # A model genai-prices does not know is priced at this (USD per million tokens: input, output),
@@ -54,18 +54,24 @@ def decode_layers(data: bytes, header: str, limit: int) -> bytes:
 
 
 class BoundedTransport(httpx.AsyncBaseTransport):
-    """Reads a whole response, refusing one over ``limit`` bytes (decompressed as well)."""
+    """Reads a whole response, refusing one over ``limit`` bytes (decompressed as well).
+    ``answered[0]`` counts the bytes read of successful responses: an answer the provider
+    bills even when it is refused here (too large, unreadable)."""
 
-    def __init__(self, limit: int = MAX_RESPONSE_BYTES) -> None:
+    def __init__(self, limit: int = MAX_RESPONSE_BYTES, answered: list[int] | None = None) -> None:
         self.inner = httpx.AsyncHTTPTransport()
         self.limit = limit
+        self.answered = answered if answered is not None else [0]
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
         chunks, size = [], 0
+        billed = 200 <= response.status_code < 300
         try:
             async for chunk in response.stream:
                 size += len(chunk)
+                if billed:
+                    self.answered[0] += len(chunk)
                 if size > self.limit:
                     raise ResponseTooLarge(f"the provider's response is over {self.limit} bytes")
                 chunks.append(chunk)
@@ -105,6 +111,7 @@ class Providers:
         self.models: dict = {}
         self.http: list = []
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.answered = [0]  # bytes of successful responses read, by every client (BoundedTransport)
 
     def model(self, cfg: Resolved):
         ident = (cfg.provider, cfg.base_url, cfg.api_key, cfg.model)
@@ -113,7 +120,7 @@ class Providers:
         return self.models[ident]
 
     def _make(self, cfg: Resolved):
-        http = httpx.AsyncClient(transport=BoundedTransport(), headers={"Accept-Encoding": "identity"},
+        http = httpx.AsyncClient(transport=BoundedTransport(answered=self.answered), headers={"Accept-Encoding": "identity"},
                                  timeout=httpx.Timeout(None))
         self.http.append(http)
         if cfg.provider == "anthropic":
@@ -134,7 +141,7 @@ class Providers:
         """One request; LLMError (retryable or not: ``retryable``) or asyncio.TimeoutError."""
         from pydantic_ai.direct import model_request
 
-        settings = {"max_tokens": cfg.get("maxTokens", 4096)}
+        settings = {"max_tokens": cfg.get("maxTokens", DEFAULT_MAX_TOKENS)}
         if "temperature" in cfg.options:
             settings["temperature"] = cfg.options["temperature"]
         coro = asyncio.wait_for(model_request(self.model(cfg), _messages(messages), model_settings=settings), timeout_s)

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 from runtime.errors import RunSetupError
-from runtime.promptscript.runlog import RUN_LOG_DIR
+from runtime.promptscript.runlog import RUN_LOG_DIR, json_line
 
 ANSWERS = "llm.jsonl"
 SCRIPT = "script.ps"
@@ -57,18 +57,20 @@ class Recorder:
     def record(self, entry: dict) -> None:
         if self.log is None or self.full:
             return
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
-        if self.written + len(line) > self.log.max_bytes:
+        line = json_line(entry)
+        size = len(line.encode("utf-8"))
+        if self.written + size > min(self.log.max_bytes, MAX_ANSWERS_BYTES):
             self.full = True
-            self.log.write("replay_truncated", message="the recorded LLM answers reached --max-log-bytes; "
-                                                       "this run cannot be replayed whole")
+            self.log.write("replay_truncated", message=f"the recorded LLM answers reached their limit of "
+                                                       f"{min(self.log.max_bytes, MAX_ANSWERS_BYTES)} bytes "
+                                                       "(--max-log-bytes); this run cannot be replayed whole")
             return
         if self.file is None:
             fd = os.open(self.log.dir / ANSWERS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
             self.file = os.fdopen(fd, "w", encoding="utf-8")
         self.file.write(line)
         self.file.flush()
-        self.written += len(line)
+        self.written += size
 
     def close(self) -> None:
         if self.file is not None:
@@ -78,8 +80,9 @@ class Recorder:
 
 MAX_SCRIPT_BYTES = 1 << 20  # the transpiler's own limit on a script
 MAX_START_BYTES = 1 << 20  # the run log's first line (its start event)
-MAX_ANSWERS_BYTES = 64 << 20  # over --max-log-bytes' default (16 MiB): a recording is never larger
+MAX_ANSWERS_BYTES = 64 << 20  # a recording is never larger (Recorder stops there, or at --max-log-bytes)
 MAX_TOKENS = 10 ** 12
+STOPS = ("BlockDeadline", "DeadlineExceeded", "LimitError")  # what a recorded stop may be
 RECORDED_NAMES = {"provider": 200, "model": 200, "base_url": 2000}  # what a replay takes from the log: names only
 
 
@@ -124,11 +127,14 @@ def check_entry(entry, where: str) -> dict:
         if (type(entry.get("text")) is str and _finite(entry.get("tokens_in")) and _finite(entry.get("tokens_out"))
                 and type(entry.get("model")) is str):
             return entry
-    elif type(entry) is dict and entry.get("ok") is False:
-        if type(entry.get("what")) is str and type(entry.get("retryable")) is bool:
+    elif type(entry) is dict and entry.get("ok") is False and type(entry.get("what")) is str:
+        if type(entry.get("retryable")) is bool and _finite(entry.get("billed", 0)):
+            return entry
+        if entry.get("stopped") in STOPS:  # a deadline met while waiting for the answer
             return entry
     raise RunSetupError(f"replay: {where} is not a recorded answer "
-                        "({ok: true, text, tokens_in, tokens_out, model} or {ok: false, what, retryable})")
+                        "({ok: true, text, tokens_in, tokens_out, model}, {ok: false, what, retryable[, billed]} "
+                        "or {ok: false, what, stopped})")
 
 
 def recorded_names(options: dict) -> dict:

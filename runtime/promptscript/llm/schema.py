@@ -7,12 +7,15 @@ MAX_ANSWER_CHARS of text, JSON nested at most MAX_JSON_DEPTH deep. Each failure 
 from __future__ import annotations
 
 import json
+import math
 
 from wire.protocol import PS_ACTIONS, PS_PLAN_KEYS
 
 MAX_ANSWER_CHARS = 512 << 10  # a plan may carry a file's content; the worker's requests are ≤ 1 MiB
 MAX_JSON_DEPTH = 32
-MAX_SUMMARY_CHARS = 6000  # ~1.5k tokens: the memory's bound (spec: 1-2k tokens)
+# A summary's size as the memory stores it (JSON, UTF-8): with the other fields at their bounds
+# it always fits the memory's 8 KiB (memory.py), so what summarize() returns is what is kept.
+MAX_SUMMARY_BYTES = 4000
 SCHEMA_TYPES = {"string": str, "number": (int, float), "boolean": bool, "array": list, "object": dict}
 FENCE = "```"
 
@@ -51,16 +54,25 @@ def _unfence(body: str) -> str:
 def _loads(body: str):
     """The JSON of ``body``; else the one object it holds between prose (models often add some)."""
     try:
-        return json.loads(body, parse_constant=_no_constant)
+        return json.loads(body, parse_constant=_no_constant, parse_float=_finite)
     except ValueError:
         start, end = body.find("{"), body.rfind("}")
         if start <= 0 or end <= start:
             raise
-        return json.loads(body[start:end + 1], parse_constant=_no_constant)
+        return json.loads(body[start:end + 1], parse_constant=_no_constant, parse_float=_finite)
 
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number with a fraction or an exponent; one too large for a float (1e999 would be
+    infinity) is refused, as NaN and Infinity are."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is out of range for a number")
+    return value
 
 
 def _unicode(value) -> None:
@@ -155,4 +167,8 @@ def check_summary(value) -> str:
     text = value.get("summary") if type(value) is dict else value
     if type(text) is not str:
         raise BadAnswer('answer with {"summary": "<the new summary>"}')
-    return text[:MAX_SUMMARY_CHARS]
+    size = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_SUMMARY_BYTES:
+        raise BadAnswer(f"the summary takes {size} bytes, over the {MAX_SUMMARY_BYTES} allowed; "
+                        "write a shorter one (at most 1500 characters)")
+    return text

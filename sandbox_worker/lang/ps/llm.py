@@ -11,7 +11,7 @@ from sandbox_worker.client import ScriptFailure
 from wire import protocol
 
 from .classes import PSClient
-from .errors import BudgetExceeded, PSError
+from .errors import BudgetExceeded, PSError, TimeoutInterrupt
 from .guards import to_json
 from .values import render, type_name
 
@@ -56,15 +56,31 @@ class LLMBuiltins:
         self.step = rt.step_hook()  # each run_agent iteration counts as one statement (--max-steps)
 
     def call(self, kind: str, prompt: str, opts: dict, state: dict | None = None):
-        reply = self.rt.action_call("ps.llm", kind=kind, prompt=prompt, opts=to_json(opts, f"{kind}()"),
-                                    state=state or {})
+        options = to_json(opts, f"{kind}()")
+        try:
+            reply = self.rt.action_call("ps.llm", kind=kind, prompt=prompt, opts=options, state=state or {})
+        except (Exception, TimeoutInterrupt):  # the block's timeout too: its request was counted
+            self.recount()  # a failed call was counted too (and a refused answer charged)
+            raise
         if type(reply) is not dict:
             raise PSError(f"{kind}(): no answer")
+        self._counters(reply)
+        return reply.get("value")
+
+    def _counters(self, reply: dict) -> None:
         if type(reply.get("llm_calls")) is int:
             self.rt.llm_calls = reply["llm_calls"]
         if type(reply.get("cost")) in (int, float):
             self.rt.cost = reply["cost"]
-        return reply.get("value")
+
+    def recount(self) -> None:
+        """llm_calls and cost as the broker counts them now (ps.counters)."""
+        try:
+            reply = self.rt.call("ps.counters")
+        except ScriptFailure:
+            return  # a stopped run: the error being raised says why
+        if type(reply) is dict:
+            self._counters(reply)
 
     def stop_if_spent(self) -> None:
         """A LimitError of an apply is the run's spent budget if the broker says the run is

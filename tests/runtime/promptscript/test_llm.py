@@ -496,3 +496,54 @@ def test_max_cost_holds_when_usage_is_missing_or_negative(tmp_path, fake_llm, mo
     other.mkdir()
     result = ps(loop, other, max_cost=0.01)
     assert result.exit_code == 1 and "budget exceeded: --max-cost $0.01" in result.error, result.error
+
+
+def test_out_of_range_numbers_oversized_summaries_and_cut_context_files_are_said(tmp_path):
+    """1e999 was taken as a number (infinity); a summary over the memory's room was cut twice
+    without a word; a context file was cut at 20,000 characters without telling the model."""
+    from runtime.promptscript.llm import prompts
+    from runtime.promptscript.llm.schema import MAX_SUMMARY_BYTES, BadAnswer, check_summary, parse_json
+
+    for text in ('{"n": 1e999}', '{"n": -1e400}', 'ok {"n": 1E+999} ok'):
+        with pytest.raises(BadAnswer, match="out of range for a number"):
+            parse_json(text)
+    assert parse_json('{"n": 1.5e300}') == {"n": 1.5e300}
+    fits = "€" * ((MAX_SUMMARY_BYTES - 2) // 3)
+    assert check_summary({"summary": fits}) == fits
+    with pytest.raises(BadAnswer, match="the summary takes 4001 bytes, over the 4000 allowed"):
+        check_summary({"summary": fits + "€"})
+    with pytest.raises(BadAnswer, match="over the 4000 allowed"):  # as stored: each control character takes 6
+        check_summary({"summary": "\x01" * 700})
+    text = prompts.user_message("p", memory=None, files=[("a.txt", "A" * 25_000), ("b.txt", "B" * 10)], context=None,
+                                state={})
+    assert "File a.txt (its first 20,000 characters of 25,000; the rest is not shown):\n" + "A" * 20_000 + "\n" in text
+    assert "A" * 20_001 not in text and "File b.txt:\nBBBBBBBBBB" in text
+
+
+def test_a_summary_is_returned_as_the_memory_keeps_it(tmp_path):
+    (tmp_path / ".ps-runs" / "memory").mkdir(parents=True)
+    summary = "€" * 1300 + "\n" * 49  # 4,000 bytes once stored as JSON, quotes included
+    literal = json.dumps(summary, ensure_ascii=False)
+    r = ps(f'log(summarize("s", {{ memory_key: "k", mock_plan: {{ summary: {literal} }} }}) == {literal})\n', tmp_path)
+    assert r.exit_code == 0 and r.output == "[ps] true\n", r.error
+    memory = json.loads((tmp_path / ".ps-runs" / "memory" / "k.json").read_text())
+    assert memory["summary"] == summary
+
+
+def test_the_answer_recorder_counts_bytes_and_says_when_it_stops(tmp_path):
+    """It counted characters: a recording of 3-byte characters grew to three times
+    --max-log-bytes, and past the 64 MiB a replay reads, with nothing said."""
+    from types import SimpleNamespace
+
+    from runtime.promptscript.llm.replay import ANSWERS, Recorder
+
+    written = []
+    log = SimpleNamespace(dir=tmp_path, max_bytes=16_384, write=lambda event, **fields: written.append((event, fields)))
+    recorder = Recorder(log)
+    for _ in range(3):
+        recorder.record({"ok": True, "text": "€" * 5000, "tokens_in": 1, "tokens_out": 1, "model": "m"})
+    recorder.close()
+    assert (tmp_path / ANSWERS).stat().st_size <= 16_384
+    assert len((tmp_path / ANSWERS).read_text(encoding="utf-8").splitlines()) == 1
+    assert [event for event, _ in written] == ["replay_truncated"]
+    assert "limit of 16384 bytes" in written[0][1]["message"]
