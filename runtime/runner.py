@@ -167,7 +167,9 @@ def run_as_client(request: dict, fds: list[int]) -> int:
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=1 if os.isatty(1) else -1)
     sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)
-    terminal.CONTROLLING_TTY = f"/proc/self/fd/{tty[0]}" if tty else DEFAULT_TTY
+    # the client's terminal by its descriptor: reopened by path (/proc/self/fd/N -> /dev/tty) it
+    # would be this process's controlling terminal, which it has none of (ENXIO)
+    terminal.CONTROLLING_TTY = tty[0] if tty else DEFAULT_TTY
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     os.chdir(str(request.get("cwd") or "/"))

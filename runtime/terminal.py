@@ -31,8 +31,9 @@ def terminal_safe(text: str) -> str:
     return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\u{ord(c):04x}" for c in text)
 
 
-# The terminal approvals are asked on (runtime/runner.py: a server runner uses the client's, passed to it).
-CONTROLLING_TTY = "/dev/tty"
+# The terminal approvals are asked on: a path, or the descriptor of the client's terminal that a
+# server runner was passed (runtime/runner.py; it has no controlling terminal to open by path).
+CONTROLLING_TTY: str | int = "/dev/tty"
 
 # Written before a prompt: resets colours, character set and cursor whatever was printed before.
 PROMPT_RESET = "\x1b[0m\x1b(B\x1b[?25h\r\n"
@@ -54,7 +55,10 @@ class TerminalApprover:
     def _ask_tty(self, question: str) -> str | None:
         """Ask on /dev/tty and return the answer line, or None when there is no terminal."""
         try:
-            fd = os.open(CONTROLLING_TTY, os.O_RDWR | getattr(os, "O_NOCTTY", 0) | safeio.O_CLOEXEC)
+            if isinstance(CONTROLLING_TTY, int):
+                fd = os.dup(CONTROLLING_TTY)
+            else:
+                fd = os.open(CONTROLLING_TTY, os.O_RDWR | getattr(os, "O_NOCTTY", 0) | safeio.O_CLOEXEC)
         except OSError:
             return None
         try:

@@ -11,19 +11,23 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support import REPO
 
 PROMPT = b"[y/N] "
 
 
-def run_on_pty(args: list[str], answers: list[bytes], cwd: Path, timeout: float = 60.0) -> tuple[int, str]:
-    """Run `fdsl ARGS` on a new pty; each time a prompt appears, type the next answer.
-    Returns (exit status, everything the terminal showed)."""
+def run_on_pty(args: list[str], answers: list[bytes], cwd: Path, timeout: float = 60.0, module: str = "runtime.cli",
+               env: dict | None = None) -> tuple[int, str]:
+    """Run `fdsl ARGS` (in process; `module` runtime.client: through the server) on a new pty;
+    each time a prompt appears, type the next answer. Returns (exit status, everything the
+    terminal showed)."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session leader whose controlling terminal is the pty
         try:
             os.chdir(cwd)
-            os.execv(sys.executable, [sys.executable, "-m", "runtime.cli", *args])
+            os.execve(sys.executable, [sys.executable, "-m", module, *args], os.environ if env is None else env)
         finally:
             os._exit(127)
     shown = b""
@@ -52,6 +56,27 @@ def run_on_pty(args: list[str], answers: list[bytes], cwd: Path, timeout: float 
     return os.waitstatus_to_exitcode(status), shown.decode("utf-8", "replace").replace("\r\n", "\n")
 
 
+@pytest.fixture(params=["in process", "through the server"])
+def fdsl_on_pty(request, tmp_path):
+    """run_on_pty for `fdsl run` in process and through the per-user server, which asks on the
+    terminal its client passed it (it once reopened it by path and refused every approval)."""
+    if request.param == "in process":
+        yield run_on_pty
+        return
+    server = tmp_path / "srv"
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "FDSL_NO_SERVER")}
+    env.update(FDSL_SERVER_DIR=str(server), PYTHONPATH=str(REPO))
+
+    def served(args, answers, cwd):
+        code, shown = run_on_pty(args, answers, cwd, module="runtime.client", env=env)
+        assert (server / "server.pid").exists() and "running in process" not in shown, shown
+        return code, shown
+
+    yield served
+    subprocess.run([sys.executable, "-m", "runtime.client", "server", "stop"], cwd=REPO, env=env, capture_output=True,
+                   timeout=60)
+
+
 def approval_world(tmp_path: Path) -> Path:
     (tmp_path / "cfg").mkdir()
     (tmp_path / "cfg" / "settings.json").write_text('{"token": "s3"}')
@@ -62,17 +87,17 @@ def approval_world(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_read_approved_on_the_terminal(tmp_path):
+def test_read_approved_on_the_terminal(tmp_path, fdsl_on_pty):
     world = approval_world(tmp_path)
-    code, shown = run_on_pty(["run", "read.fdsl", "--config", "sandbox.toml"], [b"y\n"], world)
+    code, shown = fdsl_on_pty(["run", "read.fdsl", "--config", "sandbox.toml"], [b"y\n"], world)
     assert "Approve: Read from /cfg/settings.json? [y/N]" in shown
     assert code == 0, shown
     assert '{"token": "s3"}' in shown
 
 
-def test_read_refused_on_the_terminal(tmp_path):
+def test_read_refused_on_the_terminal(tmp_path, fdsl_on_pty):
     world = approval_world(tmp_path)
-    code, shown = run_on_pty(["run", "read.fdsl", "--config", "sandbox.toml"], [b"n\n"], world)
+    code, shown = fdsl_on_pty(["run", "read.fdsl", "--config", "sandbox.toml"], [b"n\n"], world)
     assert code == 1, shown
     assert "Read from /cfg/settings.json: not approved" in shown
     assert "s3" not in shown
@@ -90,21 +115,21 @@ def test_without_a_terminal_it_refuses_at_once(tmp_path):
     assert time.monotonic() - started < 30
 
 
-def test_promptscript_write_approved_on_the_terminal(tmp_path):
+def test_promptscript_write_approved_on_the_terminal(tmp_path, fdsl_on_pty):
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "w.ps").write_text('apply("WRITE_FILE", { path: "notes.txt", content: "hello" })\nlog("done")\n')
-    code, shown = run_on_pty(["run", str(tmp_path / "w.ps"), "--project", str(project)], [b"yes\n"], tmp_path)
+    code, shown = fdsl_on_pty(["run", str(tmp_path / "w.ps"), "--project", str(project)], [b"yes\n"], tmp_path)
     assert "Approve: Write 5 chars to /notes.txt? [y/N]" in shown
     assert code == 0, shown
     assert (project / "notes.txt").read_text() == "hello"
 
 
-def test_promptscript_write_refused_on_the_terminal(tmp_path):
+def test_promptscript_write_refused_on_the_terminal(tmp_path, fdsl_on_pty):
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "w.ps").write_text('apply("WRITE_FILE", { path: "notes.txt", content: "hello" })\n')
-    code, shown = run_on_pty(["run", str(tmp_path / "w.ps"), "--project", str(project)], [b"\n"], tmp_path)
+    code, shown = fdsl_on_pty(["run", str(tmp_path / "w.ps"), "--project", str(project)], [b"\n"], tmp_path)
     assert code == 1, shown
     assert "not approved" in shown
     assert not (project / "notes.txt").exists()
