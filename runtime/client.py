@@ -65,7 +65,9 @@ def _leave(code: int) -> None:
 
 def run_through_server(argv: list[str]) -> int:
     directory, build = server_dir(), origin()
-    request = {"t": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "build": build}
+    umask = os.umask(0o022)  # read by setting it: the files a run makes get the client's
+    os.umask(umask)
+    request = {"t": "run", "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": umask, "build": build}
     try:  # what the server can read: UTF-8 (the environment may hold other bytes), at most 1 MiB
         frame = frames.encode(request, errors="strict")
     except UnicodeEncodeError:

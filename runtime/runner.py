@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 from runtime.serverio import receive_request, send
 from wire import protocol
@@ -172,6 +173,9 @@ def run_as_client(request: dict, fds: list[int]) -> int:
     terminal.CONTROLLING_TTY = tty[0] if tty else DEFAULT_TTY
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
+    time.tzset()  # the client's TZ: local times (a run log's name) as in process
+    umask = request.get("umask")
+    os.umask(umask & 0o777 if type(umask) is int else 0o077)  # an old client's request: the strictest
     os.chdir(str(request.get("cwd") or "/"))
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -38,9 +38,10 @@ import socket
 import time
 from pathlib import Path
 
+from runtime import confinement
 from runtime.runner import runner, warm_compile
 from runtime.serverctl import ROOT
-from runtime.serverio import close_all, peer_uid, receive_request, received, send
+from runtime.serverio import close_all, peer_credentials, receive_request, received, send
 from runtime.staleness import SourceWatch
 from wire import protocol
 
@@ -69,6 +70,7 @@ class Server:
         self.served = 0
         self.started = time.time()
         self.stopping = False
+        self.confinement = confinement.of()  # a client's must be the same (runtime/confinement.py)
 
     def warm_up(self) -> None:
         """Import and build what every run needs, so that each runner starts with it."""
@@ -185,7 +187,8 @@ class Server:
         conn, _ = self.listener.accept()
         self.last_activity = time.monotonic()
         try:
-            if peer_uid(conn) != os.getuid():
+            peer, uid, _ = peer_credentials(conn)
+            if uid != os.getuid():
                 send(conn, {"t": "refused", "msg": "this server serves only its own user"})
                 conn.close()
                 return
@@ -197,10 +200,18 @@ class Server:
         except (OSError, EOFError, protocol.ProtocolError):
             conn.close()
             return
-        self.request(conn, request, fds)
+        self.request(conn, request, fds, peer)
 
-    def request(self, conn: socket.socket, request: dict, fds: list[int]) -> None:
+    def request(self, conn: socket.socket, request: dict, fds: list[int], peer: int) -> None:
         kind = request.get("t")
+        if kind == "run" and not self.stopping:
+            other = confinement.differences(confinement.of(peer), self.confinement) if peer > 0 else ["pid"]
+            if other:  # a fork of this server would run the script outside the client's confinement
+                send(conn, {"t": "refused", "msg": "the client is confined otherwise than the server "
+                                                   f"({', '.join(other[:3])}): its run is its own"})
+                close_all(fds)
+                conn.close()
+                return
         if request.get("build") != self.build or self.sources.changed():
             send(conn, {"t": "stale", "build": self.build})
             self.stopping = True

@@ -16,9 +16,10 @@ MAX_FDS = 4  # stdin, stdout, stderr and the controlling terminal
 MAX_REQUEST_BYTES = 1 << 20
 
 
-def peer_uid(conn: socket.socket) -> int:
+def peer_credentials(conn: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end (pid 0: not in this pid namespace)."""
     pid_uid_gid = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", pid_uid_gid)[1]
+    return struct.unpack("3i", pid_uid_gid)
 
 
 def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:

@@ -536,3 +536,54 @@ def test_a_run_ends_with_its_server(server_dir, tmp_path):
     assert client.returncode == 1 and "the server stopped during the run" in err
     gone, alive = psutil.wait_procs([worker, runner[0]], timeout=15)
     assert not alive, alive
+
+
+def _client(directory, *args, confine=None, **extra):
+    return subprocess.run([sys.executable, "-m", "runtime.client", *map(str, args)], cwd=REPO, preexec_fn=confine,
+                          env=env_for(directory, **extra), capture_output=True, text=True, timeout=120)
+
+
+def test_a_client_confined_otherwise_than_the_server_runs_in_process(server_dir, tmp_path):
+    """A served run is a fork of the server: a client under a lower rlimit or no_new_privs (an
+    agent's sandbox) had its script run without them."""
+    import ctypes
+    import resource
+
+    script = tmp_path / "s.fdsl"
+    script.write_text('print(len(Directory("/").files()))\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    assert _client(server_dir, "run", script, "--root", root).stderr == ""  # served: no note
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def fewer_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512) - 1, hard))
+
+    def no_new_privs():
+        ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+
+    for confine, field in ((fewer_files, "limits"), (no_new_privs, "NoNewPrivs")):
+        proc = _client(server_dir, "run", script, "--root", root, confine=confine)
+        assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+        assert f"fdsl: running in process: the client is confined otherwise than the server ({field})" in proc.stderr
+    assert _client(server_dir, "run", script, "--root", root).stderr == ""  # the server still serves the others
+
+
+def test_a_served_run_takes_the_clients_umask_and_time_zone(server_dir, tmp_path):
+    import datetime
+
+    project = tmp_path / "p"
+    project.mkdir()
+    script = tmp_path / "w.ps"
+    script.write_text('apply("WRITE_FILE", { path: "x.txt", content: "hi" })\n')
+    started = _client(server_dir, "server", "start", confine=lambda: os.umask(0o022), TZ="UTC")
+    assert started.returncode == 0, started.stderr
+    proc = _client(server_dir, "run", script, "--project", project, "--yes", confine=lambda: os.umask(0o077),
+                   TZ="Etc/GMT-14")  # UTC+14
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert (project / "x.txt").stat().st_mode & 0o777 == 0o600
+    (run,) = [d.name for d in (project / ".ps-runs").iterdir() if d.name != "memory"]
+    named = datetime.datetime.strptime(run[:15], "%Y%m%d-%H%M%S")
+    utc = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    assert abs(named - (utc + datetime.timedelta(hours=14))) < datetime.timedelta(minutes=5), (run, utc)
