@@ -41,7 +41,7 @@ from pathlib import Path
 from runtime import confinement
 from runtime.runner import runner, warm_compile
 from runtime.serverctl import ROOT
-from runtime.serverio import close_all, peer_credentials, receive_request, received, send
+from runtime.serverio import RequestReader, close_all, peer_credentials, received, send
 from runtime.staleness import SourceWatch
 from wire import protocol
 
@@ -50,6 +50,7 @@ TICK_SECONDS = 0.05  # how often the loop wakes to reap runners where pidfds are
 RUNNERS = 2  # forks of the warm server waiting, each with its worker started ahead
 WARM_RUNNERS = 2  # runners kept after a FilesDSL run, for the same command line again
 WARM_IDLE_SECONDS = 120.0  # a kept runner not used for this long exits (FDSL_SERVER_KEEP_SECONDS)
+MAX_PENDING = 64  # connections whose request is still arriving
 REQUEST_SECONDS = 2.0  # a connection's whole request must arrive within this (a client sends it at once)
 
 
@@ -71,6 +72,9 @@ class Server:
         self.started = time.time()
         self.stopping = False
         self.confinement = confinement.of()  # a client's must be the same (runtime/confinement.py)
+        self.pending: dict[socket.socket, RequestReader] = {}  # connections whose request is arriving
+        self.listener: socket.socket | None = None
+        self.socket_id: tuple[int, int] | None = None
 
     def warm_up(self) -> None:
         """Import and build what every run needs, so that each runner starts with it."""
@@ -97,6 +101,8 @@ class Server:
             path.unlink()
         listener.bind(str(path))
         os.chmod(path, 0o600)
+        st = os.lstat(path)
+        self.socket_id = (st.st_dev, st.st_ino)
         listener.listen(64)
         self.listener = listener
         self.selector.register(listener, selectors.EVENT_READ, "accept")
@@ -113,6 +119,7 @@ class Server:
         try:
             while not (self.stopping and not self.children):
                 self.reap_children()
+                self.expire_pending()
                 if not self.stopping:
                     self.fill()
                 if not self.children and time.monotonic() - self.last_activity > IDLE_SECONDS:
@@ -120,6 +127,9 @@ class Server:
                 for key, _ in self.selector.select(timeout=self.idle_timeout()):
                     if key.data == "accept":
                         self.accept()
+                    elif isinstance(key.data, tuple) and key.data[0] == "request":
+                        if key.data[1] in self.pending:
+                            self.read_request(key.data[1])
                     elif key.data == "wake":
                         while True:
                             try:
@@ -136,17 +146,16 @@ class Server:
                     else:
                         self.client_message(key.fileobj, key.data)
                 if self.stopping:
+                    self.retire_listener()
                     self.let_warm_go()
                 self.let_unused_go()
         finally:
             signal.set_wakeup_fd(-1)
+            self.retire_listener()
             for pid, sock in self.ready:
                 sock.close()  # a waiting runner reads EOF and exits, ending its worker
             self.let_warm_go()
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            self.unlink_own()
 
     def idle_timeout(self) -> float | None:
         """Seconds until the loop has something to do by itself: a kept runner's unused time
@@ -154,6 +163,7 @@ class Server:
         deadlines = [self.kept_at[pid] + WARM_IDLE_SECONDS for pid, _ in self.warm.values() if pid in self.kept_at]
         if not self.children:
             deadlines.append(self.last_activity + IDLE_SECONDS)
+        deadlines += [reader.deadline for reader in self.pending.values()]
         if self.tick is not None:
             deadlines.append(time.monotonic() + self.tick)
         return max(0.0, min(deadlines) - time.monotonic()) + 0.001 if deadlines else None
@@ -184,23 +194,97 @@ class Server:
         self.selector.register(fd, selectors.EVENT_READ, ("exited", pid))
 
     def accept(self) -> None:
-        conn, _ = self.listener.accept()
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
         self.last_activity = time.monotonic()
         try:
             peer, uid, _ = peer_credentials(conn)
-            if uid != os.getuid():
-                send(conn, {"t": "refused", "msg": "this server serves only its own user"})
-                conn.close()
-                return
-            # A client sends its request as it connects: one that stalls (or never sends) is let
-            # go after REQUEST_SECONDS rather than holding up every other client.
-            conn.settimeout(REQUEST_SECONDS)
-            request, fds = receive_request(conn)
-            conn.settimeout(None)
-        except (OSError, EOFError, protocol.ProtocolError):
+        except OSError:
             conn.close()
             return
-        self.request(conn, request, fds, peer)
+        if uid != os.getuid():
+            send(conn, {"t": "refused", "msg": "this server serves only its own user"})
+            conn.close()
+            return
+        if len(self.pending) >= MAX_PENDING:  # each may buffer a request of up to 1 MiB
+            send(conn, {"t": "refused", "msg": "the server has too many requests arriving"})
+            conn.close()
+            return
+        # A client sends its request as it connects; the loop reads it as it comes, and lets go
+        # of a connection whose whole request has not come within REQUEST_SECONDS.
+        conn.setblocking(False)
+        self.pending[conn] = RequestReader(peer, time.monotonic() + REQUEST_SECONDS)
+        self.selector.register(conn, selectors.EVENT_READ, ("request", conn))
+
+    def read_request(self, conn: socket.socket) -> None:
+        reader = self.pending[conn]
+        try:
+            request = reader.read(conn)
+        except (OSError, EOFError, protocol.ProtocolError):
+            self.drop_pending(conn)
+            return
+        if request is None:
+            return
+        self.selector.unregister(conn)
+        del self.pending[conn]
+        conn.setblocking(True)
+        self.request(conn, request, reader.fds, reader.peer)
+
+    def drop_pending(self, conn: socket.socket, answer: dict | None = None) -> None:
+        """Let go of a connection whose request is still arriving (closing what it brought)."""
+        reader = self.pending.pop(conn)
+        self.selector.unregister(conn)
+        if answer is not None:
+            conn.setblocking(True)
+            send(conn, answer)
+        reader.close()
+        conn.close()
+
+    def expire_pending(self) -> None:
+        now = time.monotonic()
+        for conn, reader in list(self.pending.items()):
+            if now >= reader.deadline:
+                self.drop_pending(conn)
+
+    def retire_listener(self) -> None:
+        """Take no more connections: the socket's name goes first, so that a new client starts a
+        new server at once, whatever this one still runs; each connection made already is told
+        to try again (stale), not dropped."""
+        if self.listener is None:
+            return
+        self.unlink_own()
+        self.selector.unregister(self.listener)
+        self.listener.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                break
+            self.pending[conn] = RequestReader(0, 0.0)
+            self.selector.register(conn, selectors.EVENT_READ, ("request", conn))
+        self.listener.close()
+        self.listener = None
+        for conn in list(self.pending):
+            self.drop_pending(conn, {"t": "stale", "build": self.build})
+
+    def unlink_own(self) -> None:
+        """Remove the socket's name and the pid file if they are still this server's (a new
+        server may have made its own since this one retired its listener)."""
+        path = self.directory / "server.sock"
+        try:
+            st = os.lstat(path)
+            if (st.st_dev, st.st_ino) == self.socket_id:
+                path.unlink()
+        except OSError:
+            pass
+        pid_file = self.directory / "server.pid"
+        try:
+            if pid_file.read_text().split()[0] == str(os.getpid()):
+                pid_file.unlink()
+        except (OSError, IndexError):
+            pass
 
     def request(self, conn: socket.socket, request: dict, fds: list[int], peer: int) -> None:
         kind = request.get("t")

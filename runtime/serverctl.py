@@ -69,12 +69,14 @@ def connect(directory: str, build: str, start: bool = True) -> _socket.socket:
             return _dial(directory)  # another client started it meanwhile
         except OSError:
             pass
-        _start(directory, build)
+        server = _start(directory, build)
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
                 return _dial(directory)
             except OSError:
+                if server.poll() is not None:  # it died starting: no point waiting out the timeout
+                    raise ServerUnavailable(f"the server exited as it started (see {directory}/server.log)") from None
                 if time.monotonic() > deadline:
                     raise ServerUnavailable(f"the server did not start (see {directory}/server.log)") from None
                 time.sleep(0.02)
@@ -90,16 +92,24 @@ def _dial(directory: str) -> _socket.socket:
     return sock
 
 
-def _start(directory: str, build: str) -> None:
+SOCKET_PATH_BYTES = 107  # sockaddr_un's sun_path, less its terminating NUL
+
+
+def _start(directory: str, build: str):
     import subprocess
 
+    socket_path = os.path.join(directory, "server.sock")
+    if len(os.fsencode(socket_path)) > SOCKET_PATH_BYTES:
+        raise ServerUnavailable(f"the server's socket path {socket_path} is longer than a socket's "
+                                f"{SOCKET_PATH_BYTES} bytes: set FDSL_SERVER_DIR to a shorter directory")
     log = open(os.path.join(directory, "server.log"), "ab")
     since = time.time()  # a project file changed after this makes the new server stale at once
-    subprocess.Popen([sys.executable, "-m", "runtime.server", "--dir", str(directory), "--build", build,
-                      "--since", repr(since)],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
-                     close_fds=True, start_new_session=True)
+    server = subprocess.Popen([sys.executable, "-m", "runtime.server", "--dir", str(directory), "--build", build,
+                               "--since", repr(since)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT,
+                              close_fds=True, start_new_session=True)
     log.close()
+    return server
 
 
 def ask(sock: _socket.socket, message: dict | bytes, fds: list[int] = ()) -> None:
@@ -120,7 +130,7 @@ def reply(sock: _socket.socket) -> dict | None:
 
 
 def _stop_stale(directory: str, sock: _socket.socket) -> None:
-    """A stale server stops itself once it has answered; wait until its socket is gone."""
+    """A stale (or stopped) server removes its socket once it has answered; wait until it is gone."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while os.path.exists(os.path.join(directory, "server.sock")) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -147,6 +157,7 @@ def server_command(args: list[str]) -> int:
         print("fdsl server: the server running was of another build of the project; it stopped")
         return 0
     if action == "stop":
+        _stop_stale(directory, sock)  # its socket goes at once (runs under way finish): a start after this starts anew
         print("fdsl server: stopping")
     else:
         print(f"fdsl server: running, pid {answer.get('pid')}, for {answer.get('build')}, "

@@ -42,6 +42,35 @@ def receive_request(conn: socket.socket) -> tuple[dict, list[int]]:
         raise
 
 
+class RequestReader:
+    """A client's request arriving on a non-blocking connection, in as many reads as it takes
+    (the server's loop reads whichever connection is ready: a slow client holds up no other).
+    The descriptors it brought are ``fds``; ``close()`` closes them."""
+
+    def __init__(self, peer: int, deadline: float) -> None:
+        self.peer, self.deadline = peer, deadline
+        self.buffer = protocol.FrameBuffer(MAX_REQUEST_BYTES)
+        self.fds: list[int] = []
+
+    def read(self, conn: socket.socket) -> dict | None:
+        """The request once whole, else None; EOFError, OSError or ProtocolError: it never will be."""
+        try:
+            data, fds, flags, _addr = socket.recv_fds(conn, MAX_REQUEST_BYTES, MAX_FDS)
+        except BlockingIOError:
+            return None
+        self.fds += fds
+        if flags & socket.MSG_CTRUNC or len(self.fds) > MAX_FDS:
+            raise protocol.ProtocolError(f"more than {MAX_FDS} descriptors were passed")
+        if not data:
+            raise EOFError("the client closed the connection")
+        messages = self.buffer.feed(data)
+        return messages[0] if messages else None
+
+    def close(self) -> None:
+        close_all(self.fds)
+        self.fds = []
+
+
 def close_all(fds: list[int]) -> None:
     for fd in fds:
         try:

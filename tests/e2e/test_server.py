@@ -587,3 +587,84 @@ def test_a_served_run_takes_the_clients_umask_and_time_zone(server_dir, tmp_path
     named = datetime.datetime.strptime(run[:15], "%Y%m%d-%H%M%S")
     utc = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     assert abs(named - (utc + datetime.timedelta(hours=14))) < datetime.timedelta(minutes=5), (run, utc)
+
+
+def test_a_server_that_cannot_start_is_not_waited_for(tmp_path):
+    """A server that could not start cost every run the whole start timeout (20 s): a socket
+    path too long for AF_UNIX, or a server dying as it starts."""
+    from runtime.serverctl import START_TIMEOUT_S
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    script = tmp_path / "s.fdsl"
+    script.write_text('print(len(Directory("/").files()))\n')
+    long_dir = tmp_path / ("d" * max(1, 110 - len(str(tmp_path))))
+    long_dir.mkdir(mode=0o700)
+    proc = fdsl(long_dir, "run", script, "--root", root)
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    assert "fdsl: running in process: the server's socket path" in proc.stderr and "shorter directory" in proc.stderr
+    site = tmp_path / "site"
+    site.mkdir()  # every interpreter imports it: the server's exits at once
+    (site / "sitecustomize.py").write_text('import sys\nif "runtime.server" in sys.orig_argv:\n    sys.exit(3)\n')
+    started = time.monotonic()
+    proc = fdsl(tmp_path / "srv", "run", script, "--root", root, PYTHONPATH=f"{REPO}:{site}")
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    assert "fdsl: running in process: the server exited as it started" in proc.stderr
+    assert time.monotonic() - started < START_TIMEOUT_S  # not the start timeout's wait
+
+
+def test_a_trickling_connection_holds_up_no_other_client(server_dir, tmp_path):
+    """Each byte a connection sent reset its 2 s wait, and the server read one connection at a
+    time: a client sending a byte a second held every other client up as long as it liked."""
+    import threading
+
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    fdsl(server_dir, "server", "start")
+    trickling = _connect(server_dir)
+    stop = threading.Event()
+
+    def trickle():
+        trickling.sendall(b"\x00\x00\x00\x40")  # a request of 64 bytes announced
+        for _ in range(40):  # 12 s of a byte every 0.3 s, unless the server lets go
+            if stop.wait(0.3):
+                return
+            try:
+                trickling.sendall(b" ")
+            except OSError:
+                return
+
+    thread = threading.Thread(target=trickle)
+    thread.start()
+    try:
+        time.sleep(0.5)
+        proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
+        finished_while_trickling = thread.is_alive()
+        assert proc.returncode == 0 and proc.stdout == "7\n", proc.stderr
+        assert finished_while_trickling
+        trickling.settimeout(30)
+        assert trickling.recv(4096) == b""  # let go within its 2 s, trickle as it may
+    finally:
+        stop.set()
+        thread.join()
+        trickling.close()
+
+
+def test_a_connection_made_as_the_server_stops_is_told_to_try_again(server_dir, tmp_path):
+    """Connections the server had not read when it stopped were dropped: their runs failed with
+    "the server stopped during the run", nothing run. They are told to try again (stale), and
+    a stopped server's socket goes at once, so the next run starts a new server."""
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    fdsl(server_dir, "server", "start")
+    old = server_pid(server_dir)
+    waiting = _connect(server_dir)  # connected, its request not sent yet
+    try:
+        stop = fdsl(server_dir, "server", "stop")
+        assert stop.returncode == 0 and not (server_dir / "server.sock").exists(), stop.stderr
+        waiting.settimeout(30)
+        assert b'"stale"' in waiting.recv(4096)
+    finally:
+        waiting.close()
+    proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
+    assert proc.returncode == 0 and proc.stdout == "7\n" and proc.stderr == "", proc.stderr
+    assert server_pid(server_dir) != old
