@@ -483,10 +483,14 @@ def run_key(request: dict) -> tuple | None:
     argv = request.get("argv")
     if not isinstance(argv, list) or not argv or argv[0] != "run" or not all(type(a) is str for a in argv):
         return None
+    import contextlib
+    import io
+
     from runtime.cli import build_parser
 
-    try:
-        args = build_parser().parse_args(argv)
+    try:  # argparse writes usage errors and --help to stderr and stdout: the runner shows them
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            args = build_parser().parse_args(argv)
     except SystemExit:  # a usage error: the runner reports it
         return None
     if args.script == "-" or args.script not in argv:

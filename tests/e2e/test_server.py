@@ -668,3 +668,15 @@ def test_a_connection_made_as_the_server_stops_is_told_to_try_again(server_dir, 
     proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
     assert proc.returncode == 0 and proc.stdout == "7\n" and proc.stderr == "", proc.stderr
     assert server_pid(server_dir) != old
+
+
+def test_a_usage_error_is_the_clients_alone(server_dir, tmp_path):
+    """The server parsed each command line to pick a kept runner, and argparse wrote every
+    usage error and --help into server.log too, which only grows."""
+    (tmp_path / "s.fdsl").write_text("print(7)\n")
+    fdsl(server_dir, "server", "start")
+    logged = (server_dir / "server.log").read_bytes()
+    for args in (("--bogus",), ("--help",)):
+        proc = fdsl(server_dir, "run", *args, tmp_path / "s.fdsl")
+        assert proc.returncode in (0, 2) and (proc.stderr or proc.stdout), proc
+    assert (server_dir / "server.log").read_bytes() == logged
