@@ -25,12 +25,12 @@ import threading
 import time
 from pathlib import Path
 
-from runtime.errors import ScriptError
+from runtime.errors import LimitError, ScriptError
 from runtime.fs.sandbox import Sandbox
 from runtime.fs.vfs import VirtualFS
 from runtime.index.prefilter import RunIndex
 from runtime.services.documents import DocumentStore
-from runtime.services.files import FilesService
+from runtime.services.files import MAX_ENTRIES, FilesService
 from runtime.services.pdf import PdfExtractor
 from runtime.tools.definitions import (
     MAX_LINE_CHARS,
@@ -180,6 +180,8 @@ class Tools:
     """The tools over `sandbox` (or `root`, mounted read-only at "/"). `approve(description)`
     answers a mount's read approvals (None: refused). One call runs at a time."""
 
+    max_entries = MAX_ENTRIES  # the entries one ls or find may walk (FilesService's cap)
+
     def __init__(self, sandbox: Sandbox | None = None, *, root: str | Path | None = None, approve=None,
                  isolation: str = "best", memory_mb: int = 256, max_output: int = DEFAULT_MAX_OUTPUT,
                  call_timeout: float = DEFAULT_CALL_TIMEOUT_S) -> None:
@@ -232,7 +234,7 @@ class Tools:
         deadline = time.monotonic() + self.call_timeout
         self.store.begin_run(deadline)  # the call's deadline, its own damaged-PDF warnings, an extractor with CPU left
         self.vfs.forget_listing_warnings()  # and its own names left out
-        return FilesService(self.vfs, self.store, deadline=deadline, index=self.index)
+        return FilesService(self.vfs, self.store, deadline=deadline, index=self.index, max_entries=self.max_entries)
 
     def _grep(self, pattern: str, glob: str | None, max_results: int, ignore_case: bool) -> str:
         service = self._service()
@@ -269,7 +271,12 @@ class Tools:
 
     def _ls(self, path: str, offset: int, limit: int) -> str:
         service = self._service()
-        _, entries = service.list_entries(path)
+        try:
+            _, entries = service.list_entries(path)
+        except LimitError:  # FilesService's advice names a glob, which ls does not take
+            raise ToolError("LimitError", f"ls: {_shown(path)} has more than {self.max_entries} entries, too many "
+                            "to list (offset and limit page within that many); use find with this path and a glob "
+                            "that picks part of them by name (\"a*\"), or ls a subdirectory") from None
         return _page(service, entries, offset, limit)
 
     def _find(self, glob: str, path: str, max_results: int) -> str:
@@ -278,7 +285,13 @@ class Tools:
         # names is searched through, where a walk from `path` lists it and never enters it
         start, rest = split_glob(tool_glob(service, glob, path) or "**")
         where = path if start == "/" else path.rstrip("/") + start
-        return _page(service, service.find_entries(where, rest), 0, max_results)
+        try:
+            entries = service.find_entries(where, rest)
+        except LimitError:  # max_results cannot help: the entries are counted before a page is cut
+            raise ToolError("LimitError", f"find: more than {self.max_entries} entries under {_shown(path)} match "
+                            f"{_shown(glob)}, too many to list (max_results cuts what is shown, not what is found); "
+                            "narrow the glob or search a path deeper down") from None
+        return _page(service, entries, 0, max_results)
 
     def _run_fdsl(self, script: str, timeout: int) -> str:
         result = self._session().run(script, filename="<run_fdsl>", timeout=timeout)

@@ -199,6 +199,21 @@ def test_ls_and_find_page_and_say_when_cut(tools):
     assert [e["path"] for e in sub["entries"]] == ["billing/sub/deep.md"] and sub["truncated"] is False
 
 
+def test_a_directory_over_the_entry_cap_is_an_error_that_fits_the_tool(tools):
+    """ls and find count the entries before cutting a page: past FilesService's cap (200,000; 5
+    here, the root holds 6) the error says what that tool can do (ls takes no glob, and offset or
+    max_results cannot help), and find with a glob reaches part of them."""
+    tools.max_entries = 5
+    assert error(tools, "ls", {"offset": 5, "limit": 1}) == (
+        "LimitError: ls: '/' has more than 5 entries, too many to list (offset and limit page within that many); "
+        "use find with this path and a glob that picks part of them by name (\"a*\"), or ls a subdirectory")
+    assert error(tools, "find", {"glob": "*", "max_results": 1}) == (
+        "LimitError: find: more than 5 entries under '/' match '*', too many to list (max_results cuts what is shown, "
+        "not what is found); narrow the glob or search a path deeper down")
+    found = json.loads(call(tools, "find", {"glob": "*.txt"}))
+    assert [e["name"] for e in found["entries"]] == ["account.txt", "many.txt", "wide.txt"]
+
+
 @pytest.mark.parametrize("name,params", [
     ("read", {"path": "../canary.txt"}), ("read", {"path": "/../canary.txt"}), ("read", {"path": "escape.md"}),
     ("ls", {"path": ".."}), ("find", {"glob": "*", "path": "../.."}), ("grep", {"pattern": "CANARY", "glob": "../*"}),

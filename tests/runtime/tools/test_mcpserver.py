@@ -5,11 +5,13 @@ as tool results, and stdout carrying JSON-RPC only."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -366,3 +368,230 @@ def test_a_request_of_too_many_json_items_is_refused_before_it_is_parsed(root):
     # a parse of it took 1.3 GiB (measured); the refusal costs a few copies of the line at most
     assert grown_mib < 64, f"the server's peak memory grew {grown_mib:.1f} MiB for a refused line"
     assert got[3]["result"]["isError"] is False and got[3]["result"]["content"][0]["text"] == "ok\n"
+
+
+PING = b'{"jsonrpc": "2.0", "id": 2, "method": "ping"}'
+NEVER_CLOSED = b'"\\' * (1 << 19)  # 1 MiB: each quote could open a string that runs to the line's end
+
+
+def test_a_string_that_never_closes_costs_one_pass(root):
+    """Counting a line's items took a scan per quote to the line's end (a 100 KB line: 66 s, the
+    server stalled meanwhile); it is one pass: both 1 MiB lines are answered, then the ping."""
+    from runtime.tools.mcpserver import MAX_JSON_ITEMS
+
+    def write() -> None:  # from a thread: a stalled server stops reading, and the test must fail, not hang
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.write(b"[" * (MAX_JSON_ITEMS + 1) + NEVER_CLOSED + b"\n" + NEVER_CLOSED + b"\n" + PING + b"\n")
+            proc.stdin.close()
+
+    proc = raw_server(root)
+    writer = threading.Thread(target=write, daemon=True)
+    try:
+        writer.start()
+        got = replies(proc, 3)  # within reply_lines' 60 s; the quadratic scan took hours
+        writer.join(timeout=30)
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    too_large, unclosed = got[None]
+    assert too_large["error"]["message"].startswith(f"request too large: over {MAX_JSON_ITEMS} JSON items")
+    assert unclosed["error"] == {"code": -32700, "message": "Parse error: Unterminated string starting at: line 1 column 1 (char 0)"}
+    assert got[2]["result"] == {}
+
+
+def test_json_items_are_counted_outside_strings():
+    from runtime.tools.mcpserver import json_items
+
+    line = json.dumps({"a": ["x, y: [z]", 'q"uo\\te', 1, {"b": None}]})
+    assert json_items(line, 100) == 12  # { : [ , , , { : and 4 strings; the strings' commas are theirs
+    assert json_items('[1, "never, closed', 100) == 2  # what follows an unclosed string is no JSON
+    assert json_items("[" * 500 + '"a"', 100) > 100
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def grep_line(ident, pattern) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                       "params": {"name": "grep", "arguments": {"pattern": pattern}}}).encode()
+
+
+SURROGATE = grep_line(5, "\ud800")  # json.dumps writes it "\ud800": JSON's grammar allows it, Unicode has no such character
+TOO_DEEP = grep_line(6, nested(250))  # Python's json reads ~1000 levels, the SDK's parser 200
+LONG_INT = grep_line(7, 0).replace(b'"pattern": 0', b'"pattern": ' + b"9" * 5000)
+
+
+@pytest.mark.parametrize("line, ident, message", [
+    (SURROGATE, 5, "Invalid Request: a string holds half of a surrogate pair (\\ud800-\\udfff) alone, which is no character, "
+                   "at line 1 column "),
+    (TOO_DEEP, 6, "Invalid Request: nested too deeply (at most 200 levels), at line 1 column "),
+    (LONG_INT, 7, "Invalid Request: an integer of more than 4300 digits, at line 1 column "),
+    (b'{"jsonrpc": "2.0", "id": ' + b"9" * 5000 + b', "method": "ping"}', None,
+     "Invalid Request: an integer of more than 4300 digits"),
+    (b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}', None, "Invalid Request: a string holds half of a surrogate pair"),
+])
+def test_json_the_sdk_cannot_parse_is_refused_with_its_id(line, ident, message):
+    """The SDK parses each line again with its own parser, stricter than Python's json, and drops
+    what that refuses without an answer: each line is checked with that parser."""
+    from runtime.tools.mcpserver import BoundedLines, Refusal
+
+    refusal = BoundedLines._checked(line.decode())
+    assert isinstance(refusal, Refusal) and refusal.code == -32600 and refusal.ident == ident
+    assert refusal.message.startswith(message) and "sys." not in refusal.message
+
+
+def test_what_the_sdk_can_parse_is_passed_on():
+    from runtime.tools.mcpserver import BoundedLines
+
+    for line in (grep_line(1, "\ud83d\ude00"), grep_line(2, nested(190)), grep_line(3, 0).replace(b": 0", b": " + b"9" * 4000)):
+        message = BoundedLines._checked(line.decode())
+        assert message == types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+
+
+def test_json_the_sdk_cannot_parse_is_answered_by_the_server(root):
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE))
+        proc.stdin.write(b"\n".join([SURROGATE, TOO_DEEP, LONG_INT, grep_line(8, "\ud83d\ude00")]) + b"\n")
+        proc.stdin.flush()
+        got = replies(proc, 5)  # the SDK answered 5 and 6 with nothing: the client waited forever
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+    assert [got[i]["error"]["code"] for i in (5, 6, 7)] == [-32600] * 3
+    assert "surrogate" in got[5]["error"]["message"] and "nested too deeply" in got[6]["error"]["message"]
+    assert "4300 digits" in got[7]["error"]["message"] and "sys." not in got[7]["error"]["message"]
+    assert got[8]["result"]["isError"] is False
+
+
+SLEEPER = "for i in [1:1000000]:\n    for j in [1:1000000]:\n        x = j\n"  # runs until its call's timeout
+
+
+def run_line(ident, timeout: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                       "params": {"name": "run_fdsl", "arguments": {"script": SLEEPER, "timeout": timeout}}}).encode()
+
+
+def cancel_line(ident) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": ident}}).encode()
+
+
+def test_a_cancelled_request_does_not_hold_up_the_end(root):
+    """The SDK sends no answer for a request it cancels: at the input's end the server waited
+    for one, 130 s. It ends once the cancelled call's thread does (a 3 s script here)."""
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE))
+        proc.stdin.write(run_line(5, 3) + b"\n" + PING + b"\n")
+        proc.stdin.flush()
+        assert set(replies(proc, 2)) == {None, 0, 2}  # the call is under way
+        proc.stdin.write(cancel_line(5) + b"\n")
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+        rest = getattr(proc, "pending", b"") + proc.stdout.read()
+    finally:
+        proc.kill()
+    assert rest == b""  # a cancelled request is never answered
+
+
+def test_requests_in_flight_are_bounded(root):
+    """While a script runs, the requests after it wait: past MAX_PENDING_REQUESTS in flight,
+    one is answered at once with SERVER_BUSY. A cancelled one leaves the count (and never runs)."""
+    from runtime.tools.mcpserver import MAX_PENDING_REQUESTS, SERVER_BUSY
+
+    waiting = [grep_line(100 + i, "model") for i in range(MAX_PENDING_REQUESTS + 2)]  # 31 fit beside the script
+    proc = raw_server(root)
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in INITIALIZE))
+        proc.stdin.write(b"\n".join([run_line(1, 3), *waiting, cancel_line(100), grep_line(200, "model")]) + b"\n")
+        proc.stdin.flush()
+        busy = replies(proc, 4)  # before the script's answer
+        later = replies(proc, 1 + 30 + 1)
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+        rest = proc.pending + proc.stdout.read()
+    finally:
+        proc.kill()
+    assert set(busy) == {None, 0, 100 + MAX_PENDING_REQUESTS - 1, 100 + MAX_PENDING_REQUESTS, 100 + MAX_PENDING_REQUESTS + 1}
+    for ident in range(100 + MAX_PENDING_REQUESTS - 1, 100 + MAX_PENDING_REQUESTS + 2):
+        assert busy[ident]["error"]["code"] == SERVER_BUSY
+        assert busy[ident]["error"]["message"].startswith(f"server busy: {MAX_PENDING_REQUESTS} requests are in flight")
+    assert later[1]["result"]["content"][0]["text"].startswith("TimeoutError:")
+    assert set(later) == {None, 1, 200, *range(101, 100 + MAX_PENDING_REQUESTS - 1)}  # 100 was cancelled
+    assert all(later[i]["result"]["isError"] is False for i in [200, *range(101, 100 + MAX_PENDING_REQUESTS - 1)])
+    assert rest == b""
+
+
+class Sent:
+    """A write stream keeping what BoundedLines answers itself."""
+
+    def __init__(self) -> None:
+        self.messages: list = []
+
+    async def send(self, item) -> None:
+        self.messages.append(item.message)
+
+
+def serve_lines(lines: list[bytes], steps):
+    """`await steps(bounded, sent)` over a BoundedLines reading `lines`, within 10 s."""
+    from runtime.tools.mcpserver import BoundedLines
+
+    data = memoryview(b"".join(line + b"\n" for line in lines))
+    offset = 0
+
+    async def read(n: int) -> bytes:
+        nonlocal offset
+        chunk = bytes(data[offset: offset + n])
+        offset += len(chunk)
+        return chunk
+
+    async def main():
+        bounded, sent = BoundedLines(read), Sent()
+        bounded.reply_to(sent)
+        with anyio.fail_after(10):
+            return await steps(bounded, sent)
+
+    return anyio.run(main)
+
+
+def answer(ident) -> types.JSONRPCResponse:
+    return types.JSONRPCResponse(jsonrpc="2.0", id=ident, result={})
+
+
+def test_the_bytes_of_requests_in_flight_are_bounded():
+    from runtime.tools.mcpserver import MAX_PENDING_BYTES, SERVER_BUSY
+
+    big = [grep_line(i, "x" * (7 << 20)) for i in range(1, 4)]  # 2 fit in MAX_PENDING_BYTES, not 3
+
+    async def steps(bounded, sent):
+        passed = [json.loads(await bounded.__anext__())["id"] for _ in range(3)]
+        for ident in passed:
+            bounded.answered(answer(ident))
+        with pytest.raises(StopAsyncIteration):  # everything answered: no wait at the end
+            await bounded.__anext__()
+        return passed, sent.messages
+
+    passed, refused = serve_lines([*big, b'{"jsonrpc": "2.0", "id": 9, "method": "ping"}'], steps)
+    assert passed == [1, 2, 9]  # a small request still fits
+    (busy,) = refused
+    assert busy.id == 3 and busy.error.code == SERVER_BUSY
+    assert busy.error.message == (f"server busy: the requests in flight hold {2 * len(big[0])} bytes and this one is "
+                                  f"{len(big[0])}, over the {MAX_PENDING_BYTES} they may hold together; send it again "
+                                  "once some are answered")
+
+
+def test_a_cancelled_request_is_not_waited_for():
+    async def steps(bounded, sent):
+        for _ in range(4):
+            await bounded.__anext__()
+        with pytest.raises(StopAsyncIteration):  # 130 s before, then a fail_after
+            await bounded.__anext__()
+        return bounded.pending, bounded.outstanding, sent.messages
+
+    lines = [grep_line("7", "a"), grep_line(8, "b"), cancel_line(7), cancel_line(8)]  # the SDK takes "7" for 7
+    assert serve_lines(lines, steps) == (0, {}, [])
