@@ -2,24 +2,27 @@
 
 A job is one script with its own sandbox and limits (`Job`); jobs run on a local pool of
 broker processes (`jobs` of them, default: the machine's cores), each of which runs one script
-at a time through `run_script`, so every script gets a fresh worker with every hardening layer,
-exactly as `fdsl run` would. Results come back as they finish, as JSON-ready dicts
+at a time through a warm Session, so every script gets a fresh worker with every hardening
+layer, exactly as `fdsl run` would. Results come back as they finish, as JSON-ready dicts
 (`RunResult.as_json()` plus the job's `index`, `script`, `id` and `attempts`).
 
-No result is lost silently: a broker process that dies (killed, out of memory) breaks the pool;
-the jobs that were running in it are run again in a new pool, once, and a job whose process
-died twice is reported as such (kind InternalError, exit_code null), never dropped.
+No result is lost silently: a broker process that dies (killed, out of memory) costs only the
+job it was running, which is run again on a new one, once; a job whose process died twice is
+reported as such (kind InternalError, exit_code null), never dropped.
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
+import math
 import os
+import signal
+import subprocess
+import sys
+import time
 from collections import OrderedDict
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -57,6 +60,8 @@ def job_from_script(index: int, path: str, defaults: dict) -> Job:
         script, source = read_script(path)
     except UsageError as exc:
         raise RunSetupError(str(exc)) from None
+    except ValueError:  # a path the system cannot take (a NUL byte in it)
+        raise RunSetupError(f"{path!r}: not a path that can be opened") from None
     language = language_for(script.name)
     if language is None:
         raise RunSetupError(f"{path}: cannot tell its language: use a .fdsl or .ps extension")
@@ -68,38 +73,55 @@ def _common(values: dict) -> dict:
             "limits": {k: values[k] for k in LIMIT_KEYS if values.get(k) is not None}}
 
 
-def jobs_from_jsonl(path: str, defaults: dict, first_index: int = 0) -> list[Job]:
+def jobs_from_jsonl(path: str, defaults: dict, first_index: int = 0, check_paths: bool = True) -> list[Job]:
     """One job per line: {"script": PATH} or {"source": TEXT, "lang": "fdsl"|"ps"}, and any of
     id, root, mounts, project and the limits (timeout, memory_mb, ...); the command line's
-    options are the defaults of every line."""
+    options are the defaults of every line, and a key whose value is null is as if absent.
+    Every line is checked here, before anything runs: a bad one is named by its number.
+    `check_paths`: that its directories exist here (not for a cluster's nodes: Ray)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        data = Path(path).read_bytes()
     except OSError as exc:
         raise RunSetupError(f"--from {path}: cannot read it: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise RunSetupError(f"--from {path}: not UTF-8 text") from None
     jobs = []
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            jobs.append(_job_line(path, number, line, defaults, first_index + len(jobs)))
+    offset = 0
+    # Lines end at "\n" alone (JSON Lines): str.splitlines() also split at U+2028, U+0085, \x0c...,
+    # which JSON text written with ensure_ascii=False may hold inside a string.
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        line_offset, offset = offset, offset + len(raw) + 1
+        if number == 1 and raw.startswith(UTF8_BOM):
+            raw, line_offset = raw[len(UTF8_BOM):], len(UTF8_BOM)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RunSetupError(f"--from {path}, line {number}: not UTF-8 text (byte {line_offset + exc.start} "
+                                f"of the file)") from None
+        if line.strip(JSON_SPACE):
+            jobs.append(_job_line(path, number, line, defaults, first_index + len(jobs), check_paths))
         if len(jobs) > MAX_JOBS:
             raise RunSetupError(f"--from {path}: more than {MAX_JOBS} jobs")
     return jobs
 
 
-def _job_line(path: str, number: int, line: str, defaults: dict, index: int) -> Job:
+UTF8_BOM = b"\xef\xbb\xbf"
+JSON_SPACE = " \t\r"  # with "\n", JSON's whitespace: a line ending "\r\n" is read as one ending "\n"
+MAX_NESTING = 32  # of a line's values (an `id` may be structured); deeper could not be sent to a pool process
+
+
+def _job_line(path: str, number: int, line: str, defaults: dict, index: int, check_paths: bool = True) -> Job:
     where = f"--from {path}, line {number}"
-    try:
-        entry = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise RunSetupError(f"{where}: not JSON ({exc.msg})") from None
+    entry = _parse_line(line, where)
     if not isinstance(entry, dict):
         raise RunSetupError(f"{where}: expected an object such as {{\"script\": \"a.fdsl\"}}")
     unknown = sorted(set(entry) - JOB_KEYS)
     if unknown:
         raise RunSetupError(f"{where}: unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(JOB_KEYS))})")
+    for key, value in entry.items():
+        _check_json_value(value, where, key, 1)
+    entry = {key: value for key, value in entry.items() if value is not None}  # null: the command line's value
     if ("script" in entry) == ("source" in entry):
         raise RunSetupError(f"{where}: give exactly one of \"script\" (a path) and \"source\" (the script's text)")
+    _check_fields(entry, where, check_paths)
     values = {**defaults, **{k: v for k, v in entry.items() if k not in ("script", "source", "lang", "id")}}
     if "script" in entry:
         if not isinstance(entry["script"], str):
@@ -112,11 +134,84 @@ def _job_line(path: str, number: int, line: str, defaults: dict, index: int) -> 
             raise RunSetupError(f"{where}: \"lang\" {entry['lang']!r} does not match {entry['script']}")
     else:
         lang = entry.get("lang", "fdsl")
-        if not isinstance(entry["source"], str) or lang not in ("fdsl", "ps"):
-            raise RunSetupError(f"{where}: \"source\" must be text and \"lang\" \"fdsl\" or \"ps\"")
+        if not isinstance(entry["source"], str):
+            raise RunSetupError(f"{where}: \"source\" must be text (the script), not {_kind(entry['source'])}")
+        if lang not in ("fdsl", "ps"):
+            raise RunSetupError(f"{where}: \"lang\" must be \"fdsl\" or \"ps\", not {json.dumps(lang)}")
         job = Job(index, f"<source {number}>", entry["source"], lang, **_common(values))
     job.id = entry.get("id")
     return job
+
+
+def _parse_line(line: str, where: str):
+    """The line's JSON, strictly: NaN and Infinity are not JSON numbers."""
+    def refuse_constant(name: str):
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        return json.loads(line, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise RunSetupError(f"{where}: not JSON ({exc.msg}, column {exc.colno})") from None
+    except RecursionError:
+        raise RunSetupError(f"{where}: nested too deeply (at most {MAX_NESTING} levels)") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python's bound on parsing an int's digits
+            raise RunSetupError(f"{where}: a number of more than {sys.get_int_max_str_digits()} digits") from None
+        raise RunSetupError(f"{where}: not JSON ({exc})") from None
+
+
+def _check_json_value(value, where: str, key: str, depth: int) -> None:
+    """A value of a line as every job's must be: nested at most MAX_NESTING deep, text that can be
+    written as UTF-8 (no lone surrogate, as "\\ud800" decodes to), numbers that are finite."""
+    if depth > MAX_NESTING:
+        raise RunSetupError(f"{where}: \"{key}\" is nested more than {MAX_NESTING} levels deep")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise RunSetupError(f"{where}: \"{key}\" holds a lone surrogate ({value[exc.start]!r}): "
+                                f"not text that can be written as UTF-8") from None
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise RunSetupError(f"{where}: \"{key}\" holds a number too large to be finite")
+    elif isinstance(value, list):
+        for item in value:
+            _check_json_value(item, where, key, depth + 1)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _check_json_value(name, where, key, depth + 1)
+            _check_json_value(item, where, key, depth + 1)
+
+
+def _check_fields(entry: dict, where: str, check_paths: bool) -> None:
+    """The type and range of every field the line gives (the limits by their own table), and
+    (`check_paths`) that its directories exist: so a bad line stops the batch before anything runs."""
+    from runtime.cliparser import UsageError, parse_mount
+    from runtime.limits import Limits
+
+    for key in ("root", "project"):
+        if key in entry:
+            if not isinstance(entry[key], str):
+                raise RunSetupError(f"{where}: \"{key}\" must be a directory's path, not {_kind(entry[key])}")
+            if check_paths and not Path(entry[key]).is_dir():
+                raise RunSetupError(f"{where}: \"{key}\" {entry[key]}: not a directory")
+    if "mounts" in entry:
+        mounts = entry["mounts"]
+        if not isinstance(mounts, list) or not all(isinstance(text, str) for text in mounts):
+            raise RunSetupError(f"{where}: \"mounts\" must be a list of \"HOST:/point[:ro|rw]\" texts, "
+                                f"not {_kind(mounts)}")
+        for text in mounts if check_paths else ():  # (parse_mount checks the host directory too)
+            try:
+                parse_mount(text)
+            except UsageError as exc:
+                raise RunSetupError(f"{where}: \"mounts\": {exc}") from None
+    try:
+        Limits(**{key: entry[key] for key in LIMIT_KEYS if key in entry}).check()
+    except RunSetupError as exc:
+        raise RunSetupError(f"{where}: {exc}") from None
+
+
+def _kind(value) -> str:
+    return {list: "a list", dict: "an object", str: "text", bool: "true or false"}.get(type(value), "a number")
 
 
 # A pool process keeps a warm Session (runtime/session.py) per sandbox and limits it met last:
@@ -172,48 +267,186 @@ def _label(job: Job) -> dict:
 def _failed(job: Job, kind: str, message: str, exit_code=None) -> dict:
     return {**_label(job), "exit_code": exit_code, "output": "", "error": {"kind": kind, "message": message,
                                                                          "line": None, "column": None},
-            "figures": {}, "warnings": []}
+            "figures": {}, "warnings": [], "layers": None}
+
+
+# ---- the local pool -----------------------------------------------------------------------------
+
+# Decision: a pool process is a fresh interpreter started here (subprocess), not multiprocessing's.
+# Its forkserver and spawn start methods run the main module again in every pool process, and when
+# that module is the installed `fdsl` script, that ran the command again (bin/fdsl now has a
+# guard, but a caller's own unguarded script would do the same). And a ProcessPoolExecutor that
+# loses one process fails every job in flight: with a pipe pair of its own, a pool process's
+# death is its job's alone, and is seen at once (EOF on its results pipe).
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BROKER_COMMAND = (f"import sys; sys.path.insert(0, {PROJECT_DIR!r}); from runtime.fleet import serve_jobs; "
+                  "serve_jobs(*map(int, sys.argv[1:]))")
+PR_SET_PDEATHSIG = 1
+STOP_GRACE_S = 5.0  # a pool process told to stop (SIGTERM) that has not ended by then is killed
+
+
+class _Stop(BaseException):
+    """SIGTERM in a pool process: unwinds the run under way, whose supervisor kills the script's
+    worker group on the way out (as `fdsl run` stops)."""
+
+
+def _raise_stop(_signum, _frame) -> None:
+    raise _Stop
+
+
+def serve_jobs(jobs_fd: int, results_fd: int, parent_pid: int) -> None:
+    """A pool process: run each job that comes on jobs_fd (run_job), its result back on
+    results_fd; end at the pipe's EOF, or at SIGTERM (the running script ended first)."""
+    import ctypes
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _raise_stop)
+    # Ends with the thread that started it, even when that is killed (SIGKILL, the OOM killer).
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent ended before the prctl
+        return
+    for fd in (jobs_fd, results_fd):  # none of a script's processes may hold them: EOF is this process's end
+        os.set_inheritable(fd, False)
+    jobs, results = Connection(jobs_fd, writable=False), Connection(results_fd, readable=False)
+    code = 0
+    try:
+        _serve(jobs, results)
+    except _Stop:
+        code = 128 + signal.SIGTERM
+    except Exception:  # noqa: BLE001 - said on stderr; the parent sees this process end, and runs its job again
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    for signum in (signal.SIGTERM, signal.SIGINT):  # closing its sessions is not cut short
+        signal.signal(signum, signal.SIG_IGN)
+    while _sessions:
+        _sessions.popitem()[1].close()
+    sys.stderr.flush()
+    os._exit(code)  # all it holds is closed: the interpreter's teardown would only delay the batch's end (0.3 s)
+
+
+def _serve(jobs: Connection, results: Connection) -> None:
+    while True:
+        try:
+            job, approve_all = jobs.recv()
+        except (EOFError, OSError):  # the parent let it go, or is gone
+            return
+        try:
+            result = run_job(job, approve_all)
+        except Exception as exc:  # noqa: BLE001 - reported with the job, never dropped
+            result = _failed(job, "InternalError", f"{type(exc).__name__}: {exc}")
+        try:
+            results.send(result)
+        except OSError:  # the parent is gone
+            return
+
+
+class _Broker:
+    """A pool process and its two pipes (serve_jobs), started in a session of its own: the
+    terminal's signals reach only the parent, which ends its pool processes itself."""
+
+    def __init__(self) -> None:
+        jobs_read, jobs_write = os.pipe()
+        results_read, results_write = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", "-c", BROKER_COMMAND, str(jobs_read), str(results_write), str(os.getpid())],
+                pass_fds=(jobs_read, results_write), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                start_new_session=True)
+        except BaseException:
+            for fd in (jobs_write, results_read):
+                os.close(fd)
+            raise
+        finally:
+            os.close(jobs_read)
+            os.close(results_write)
+        self.jobs = Connection(jobs_write, readable=False)
+        self.results = Connection(results_read, writable=False)
+
+    def close(self, stop: bool) -> None:
+        """Let it go: an idle one ends at its pipe's EOF; `stop`: SIGTERM, for one running a job."""
+        self.jobs.close()
+        self.results.close()
+        if stop:
+            try:
+                self.process.send_signal(signal.SIGTERM)
+            except OSError:
+                pass
+
+    def reap(self, deadline: float) -> None:
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 def run_many(jobs: list[Job], workers: int | None = None, approve_all: bool = False,
              on_progress: Callable[[int, int], None] | None = None) -> Iterator[dict]:
-    """Each job's result as it finishes (in completion order; `index` says which job). At most
-    `workers` jobs are in flight, so when a pool process dies the jobs it broke were running."""
+    """Each job's result as it finishes (in completion order; `index` says which job), on at most
+    `workers` pool processes, one job each at a time. A pool process that dies costs only its
+    own job an attempt. However the iteration ends (its end, an exception such as
+    KeyboardInterrupt or the CLI's SIGTERM, close()), the pool processes end with it, each
+    running script's worker with them; if this process is killed, they end too (PDEATHSIG)."""
     workers = max(1, workers or os.cpu_count() or 1)
     attempts = {job.index: 0 for job in jobs}
     queue = list(reversed(jobs))
+    idle: list[_Broker] = []
+    busy: dict[Connection, tuple[_Broker, Job]] = {}  # by its results pipe
     done = 0
-    while queue:
-        context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=min(workers, len(queue)), mp_context=context) as pool:
-            running: dict = {}
-            broken = False
-            while (queue and not broken) or running:
-                while queue and not broken and len(running) < workers:
-                    job = queue.pop()
-                    attempts[job.index] += 1
-                    running[pool.submit(run_job, job, approve_all)] = job
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    job = running.pop(future)
+
+    def lost(job: Job, finished: list) -> None:
+        """Its pool process died: run it again, or report it after MAX_ATTEMPTS."""
+        if attempts[job.index] < MAX_ATTEMPTS:
+            queue.append(job)
+        else:
+            finished.append((job, _failed(job, "InternalError", f"the process running this script died "
+                                                                f"{MAX_ATTEMPTS} times; it was not run again")))
+
+    try:
+        while queue or busy:
+            finished: list[tuple[Job, dict]] = []
+            while queue and len(busy) < workers:
+                job = queue.pop()
+                broker = idle.pop() if idle else _Broker()
+                attempts[job.index] += 1
+                try:
+                    broker.jobs.send((job, approve_all))
+                except OSError:  # it died idle
+                    broker.close(stop=True)
+                    broker.reap(time.monotonic())
+                    lost(job, finished)
+                except Exception as exc:  # noqa: BLE001 - a job that cannot be pickled: its result says so
+                    idle.append(broker)
+                    finished.append((job, _failed(job, "InternalError", f"cannot send it to a pool process: "
+                                                                        f"{type(exc).__name__}: {exc}")))
+                else:
+                    busy[broker.results] = (broker, job)
+            if busy and not finished:
+                for connection in wait(list(busy)):
+                    broker, job = busy.pop(connection)
                     try:
-                        result = future.result()
-                    except (KeyboardInterrupt, SystemExit):
-                        raise
-                    except BrokenProcessPool:
-                        broken = True
-                        if attempts[job.index] < MAX_ATTEMPTS:
-                            queue.append(job)  # run again, in the next pool
-                            continue
-                        result = _failed(job, "InternalError", f"the process running this script died "
-                                                               f"{MAX_ATTEMPTS} times; it was not run again")
-                    except Exception as exc:  # noqa: BLE001 - reported with the job, never dropped
-                        result = _failed(job, "InternalError", f"{type(exc).__name__}: {exc}")
-                    result["attempts"] = attempts[job.index]
-                    done += 1
-                    if on_progress is not None:
-                        on_progress(done, len(jobs))
-                    yield result
+                        finished.append((job, connection.recv()))
+                    except (EOFError, OSError):
+                        broker.close(stop=True)
+                        broker.reap(time.monotonic() + STOP_GRACE_S)
+                        lost(job, finished)
+                    else:
+                        idle.append(broker)
+            for job, result in finished:
+                result["attempts"] = attempts[job.index]
+                done += 1
+                if on_progress is not None:
+                    on_progress(done, len(jobs))
+                yield result
+    finally:
+        brokers = [(broker, False) for broker in idle] + [(broker, True) for broker, _ in busy.values()]
+        for broker, running in brokers:
+            broker.close(stop=running)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for broker, _ in brokers:
+            broker.reap(deadline)
 
 
 # ---- Ray: the same jobs on a cluster ---------------------------------------------------------

@@ -1,13 +1,18 @@
 """Many scripts on a local pool (runtime/fleet.py, `fdsl run-many`): every job gives exactly one
-result, each in its own worker, and a broker process that dies loses no result silently."""
+result, each in its own worker, and a broker process that dies loses no result silently, costs
+no other job an attempt, and no process of the pool outlives the command (a signal, SIGKILL).
+tests/runtime/test_fleet_input.py: the job lines of --from."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -41,9 +46,10 @@ def test_every_job_gives_one_result(tmp_path):
     assert seen == [(n, 8) for n in range(1, 9)]
 
 
-def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
+def _kill_brokers(stop: threading.Event, kills: list, most: int, memory_mb: int | None = None) -> None:
     """Kill the process (a pool's broker, a Ray worker: our descendants only) whose worker is
-    running a script (it has burnt CPU: not a worker started ahead and waiting), up to `most` times."""
+    running a script (it has burnt CPU: not a worker started ahead and waiting), up to `most` times;
+    with `memory_mb`, only one whose script runs with that memory limit."""
     me = psutil.Process()
     while not stop.is_set() and len(kills) < most:
         for proc in me.children(recursive=True):
@@ -51,6 +57,8 @@ def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
                 if proc.name() != "fdsl-worker" or proc.pid in kills:
                     continue
                 running = [p for p in [proc, *proc.children()] if sum(p.cpu_times()[:2]) > 0.3]
+                if memory_mb is not None:
+                    running = [p for p in running if _address_space_limit(p.pid) == memory_mb << 20]
                 broker = proc.parent()
                 if broker is None or broker.name() == "fdsl-worker":
                     continue  # the script's process in the worker's PID namespace: its parent is the worker
@@ -58,9 +66,19 @@ def _kill_brokers(stop: threading.Event, kills: list, most: int) -> None:
                     kills.append(proc.pid)
                     broker.kill()
                     break
-            except psutil.Error:
+            except (psutil.Error, OSError):  # (it ended meanwhile)
                 continue
         time.sleep(0.05)
+
+
+def _address_space_limit(pid: int) -> int | None:
+    """From /proc (psutil's prlimit is refused for a worker in its own user namespace)."""
+    with open(f"/proc/{pid}/limits") as limits:
+        for line in limits:
+            if line.startswith("Max address space"):
+                soft = line.split()[3]
+                return None if soft == "unlimited" else int(soft)
+    return None
 
 
 def test_a_broker_process_that_dies_is_replaced_and_its_job_run_again(tmp_path):
@@ -90,6 +108,26 @@ def test_a_job_whose_broker_dies_twice_is_reported_not_dropped(tmp_path):
     assert by_index[0]["exit_code"] is None and by_index[0]["error"]["kind"] == "InternalError"
     assert "died 2 times" in by_index[0]["error"]["message"] and by_index[0]["attempts"] == 2
     assert by_index[1]["output"] == "1\n"
+
+
+def test_a_dying_broker_costs_only_its_own_job_and_is_noticed_at_once(tmp_path):
+    """A's broker is killed while B runs beside it: B keeps running, charged one attempt; A is
+    run again at once (on a new pool process), not once B's run ends."""
+    shorter = LONG.replace("[1:4]", "[1:2]")
+    spin = "x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n"
+    stop, kills = threading.Event(), []
+    killer = threading.Thread(target=_kill_brokers, args=(stop, kills, 1, 300))
+    killer.start()
+    try:
+        results = list(run_many([job(0, shorter, tmp_path, memory_mb=300), job(1, spin, tmp_path, timeout=20)],
+                                workers=2))
+    finally:
+        stop.set()
+        killer.join()
+    assert len(kills) == 1
+    assert [r["index"] for r in results] == [0, 1]  # A's second run ended within B's one
+    assert results[0]["exit_code"] == 0 and results[0]["output"] == "2000000\n" and results[0]["attempts"] == 2
+    assert results[1]["exit_code"] == 124 and results[1]["attempts"] == 1, results[1]
 
 
 @pytest.mark.parametrize("line, message", [
@@ -161,3 +199,123 @@ def test_jobs_that_differ_only_in_timeout_share_a_session_and_keep_their_own(tmp
     assert third["exit_code"] == 124 and third["error"]["kind"] == "TimeoutError"
     assert third["figures"]["wall_s"] < 10, third  # its own 1 s, not the session's 30
     assert bad["exit_code"] == 2 and "timeout" in bad["error"]["message"], bad
+
+
+INSTALLED_FDSL = Path(sys.executable).parent / "fdsl"  # bin/fdsl as `pip install -e .` installs it
+
+
+@pytest.mark.skipif(not INSTALLED_FDSL.exists(), reason="the fdsl script is not installed (pip install -e .)")
+def test_the_installed_fdsl_command_runs_a_batch(tmp_path):
+    """The script is the main module there: a pool that ran it again in each pool process (as
+    multiprocessing's forkserver did) ran the command again and died, for every job."""
+    (tmp_path / "a.fdsl").write_text("print(6 * 7)\n")
+    (tmp_path / "b.fdsl").write_text("print(1)\n")
+    proc = subprocess.run([str(INSTALLED_FDSL), "run-many", "a.fdsl", "b.fdsl", "--root", ".", "--jobs", "2"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    results = sorted((json.loads(line) for line in proc.stdout.splitlines()), key=lambda r: r["index"])
+    assert [(r["script"], r["output"], r["attempts"]) for r in results] == [("a.fdsl", "42\n", 1), ("b.fdsl", "1\n", 1)]
+
+
+def test_bin_fdsl_imported_again_as_a_module_runs_nothing():
+    """multiprocessing's spawn and forkserver import the main module again in every child, as
+    __mp_main__: bin/fdsl must not run the command then, nor import more than it needs."""
+    code = ("import runpy, sys\nsys.argv = ['fdsl', 'run-many']\n"
+            "runpy.run_path('bin/fdsl', run_name='__mp_main__')\n"
+            "print('imported', 'runtime.cli' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert (proc.returncode, proc.stdout) == (0, "imported False\n"), proc.stderr
+
+
+SPIN = "x = 0\nfor i in [1:1000000]:\n    for j in [1:1000000]:\n        x += 1\n"
+
+
+def _spinning_batch(tmp_path) -> tuple[subprocess.Popen, list[psutil.Process]]:
+    """`fdsl run-many` on two scripts that never end (--timeout inf), once both run: the command
+    and every process under it (pool processes, zygotes, workers)."""
+    (tmp_path / "spin.fdsl").write_text(SPIN)
+    proc = subprocess.Popen([sys.executable, "-m", "runtime.cli", "run-many", "spin.fdsl", "spin.fdsl", "--root", ".",
+                             "--jobs", "2", "--timeout", "inf"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    deadline = time.monotonic() + 90
+    while True:
+        processes = psutil.Process(proc.pid).children(recursive=True)
+        try:
+            spinning = [p for p in processes if p.name() == "fdsl-worker" and sum(p.cpu_times()[:2]) > 0.3]
+        except psutil.Error:
+            spinning = []
+        if len(spinning) >= 2:
+            return proc, processes
+        assert time.monotonic() < deadline and proc.poll() is None, "the scripts did not start"
+        time.sleep(0.1)
+
+
+def _assert_all_end(processes: list[psutil.Process], within: float) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        alive = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        if not alive:
+            return
+        assert time.monotonic() < deadline, f"outlived the command: {[(p.pid, p.name()) for p in alive]}"
+        time.sleep(0.05)
+
+
+def _end_left(proc: subprocess.Popen, processes: list[psutil.Process]) -> None:
+    """(After a failure: orphans are no longer our descendants, and these scripts never end.)"""
+    proc.kill()
+    for p in processes:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def test_sigterm_ends_every_running_script_at_once_and_exits_143(tmp_path):
+    proc, processes = _spinning_batch(tmp_path)
+    try:
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)  # the scripts have no wall clock: only the signal ends them
+        assert proc.returncode == 143 and time.monotonic() - sent < 15, err
+        assert "stopped by SIGTERM" in err and out == ""
+        _assert_all_end(processes, 5)
+    finally:
+        _end_left(proc, processes)
+
+
+def test_a_killed_command_leaves_no_process_running(tmp_path):
+    """SIGKILL (or the OOM killer) gives the command no chance to end its pool: each pool process
+    ends with it (PR_SET_PDEATHSIG), and its script's worker with that."""
+    proc, processes = _spinning_batch(tmp_path)
+    try:
+        proc.kill()
+        proc.wait()
+        _assert_all_end(processes, 10)
+    finally:
+        _end_left(proc, processes)
+
+
+def test_a_stdout_closed_early_is_not_a_success(tmp_path):
+    (tmp_path / "a.fdsl").write_text("print(1)\n")
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads the results: the first one cannot be written
+    try:
+        proc = subprocess.run([sys.executable, "-m", "runtime.cli", "run-many", "a.fdsl", "a.fdsl", "--root", ".",
+                               "--jobs", "1"], cwd=tmp_path, stdout=writer, stderr=subprocess.PIPE, text=True,
+                              timeout=120, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    finally:
+        os.close(writer)
+    assert proc.returncode == 1, proc.stderr
+    assert "stdout closed after 0 of 2 results" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_closed_stdout_is_a_usage_error(tmp_path):
+    (tmp_path / "a.fdsl").write_text("print(1)\n")
+    proc = subprocess.run(["sh", "-c", 'exec "$0" "$@" >&-', sys.executable, "-m", "runtime.cli", "run-many", "a.fdsl",
+                           "--root", "."], cwd=tmp_path, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 2 and "stdout is closed" in proc.stderr, proc.stderr
