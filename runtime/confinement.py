@@ -2,11 +2,16 @@
 capabilities, no_new_privs, seccomp filters, resource limits, LSM label, namespaces and the
 resource limits of its cgroups.
 
-The per-user server (runtime/server.py) serves a run only for a client confined exactly as the
-server is. A run through the server is a fork of the server, so a client under a smaller
-capability set, a seccomp filter, lower rlimits, a memory-limited cgroup or another namespace
-would otherwise run its script without them. Any difference, or a field that cannot be read,
-refuses the run, and the client runs it in process, under its own confinement.
+A run through the per-user server (runtime/server.py) is a fork of the server, so a client
+under a smaller capability set, a seccomp filter, a memory-limited cgroup or another namespace
+would have its script run without them. The server serves a run only for a client whose
+fields here are the server's own, and whose no_new_privs is off; any difference, or a field
+that cannot be read, refuses the run, and the client runs it in process, under its own
+confinement. no_new_privs refuses outright because it is what a Landlock sandbox must set,
+and a Landlock domain cannot be read from /proc; seccomp is compared by its filters' count,
+not their content. Resource limits are not compared but carried: the runner takes the
+client's (``rlimits``), unless one of its hard limits is above the server's, which an
+unprivileged process cannot raise.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ def of(pid: int | str = "self") -> dict:
             out[key] = value.strip()
     for key in STATUS_FIELDS:
         out.setdefault(key, UNREADABLE if status == UNREADABLE else "")
-    out["limits"] = _read(f"{base}/limits")
+    out["rlimits"] = _rlimits(_read(f"{base}/limits"))
     out["lsm"] = _read(f"{base}/attr/current", (errno.EINVAL, errno.ENOENT, errno.EOPNOTSUPP)).strip("\x00\n")
     for name in NAMESPACES:
         try:
@@ -86,5 +91,50 @@ def of(pid: int | str = "self") -> dict:
 
 
 def differences(client: dict, server: dict) -> list[str]:
-    """The fields in which the client is confined otherwise than the server (or cannot be read)."""
-    return [key for key in server if client.get(key) != server[key] or client.get(key) == UNREADABLE]
+    """Why the server may not run the client's script (the fields that differ or cannot be
+    read, no_new_privs set, a hard limit above the server's); empty when it may."""
+    out = [key for key in server if key != "rlimits" and (client.get(key) != server[key] or client.get(key) == UNREADABLE)]
+    if client.get("NoNewPrivs") != "0" and "NoNewPrivs" not in out:
+        out.append("NoNewPrivs")
+    limits, own = client.get("rlimits"), server["rlimits"]
+    if limits is None or own is None or any(limits.get(name, (0, 1 << 64))[1] > hard for name, (_, hard) in own.items()):
+        out.append("rlimits")
+    return out
+
+
+# /proc/PID/limits' names for the limits setrlimit() takes
+RLIMIT_NAMES = {"Max cpu time": "RLIMIT_CPU", "Max file size": "RLIMIT_FSIZE", "Max data size": "RLIMIT_DATA",
+                "Max stack size": "RLIMIT_STACK", "Max core file size": "RLIMIT_CORE", "Max resident set": "RLIMIT_RSS",
+                "Max processes": "RLIMIT_NPROC", "Max open files": "RLIMIT_NOFILE", "Max locked memory": "RLIMIT_MEMLOCK",
+                "Max address space": "RLIMIT_AS", "Max file locks": "RLIMIT_LOCKS", "Max pending signals": "RLIMIT_SIGPENDING",
+                "Max msgqueue size": "RLIMIT_MSGQUEUE", "Max nice priority": "RLIMIT_NICE",
+                "Max realtime priority": "RLIMIT_RTPRIO", "Max realtime timeout": "RLIMIT_RTTIME"}
+INFINITY = (1 << 64) - 1  # RLIM_INFINITY, as /proc says "unlimited"
+
+
+def _rlimits(text: str) -> dict[str, tuple[int, int]] | None:
+    """{RLIMIT_NAME: (soft, hard)} from /proc/PID/limits; None when it cannot be read whole."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        for label, name in RLIMIT_NAMES.items():
+            if line.startswith(label + " "):
+                values = line[len(label):].split()[:2]
+                try:
+                    out[name] = tuple(INFINITY if v == "unlimited" else int(v) for v in values)
+                except ValueError:
+                    return None
+    return out if len(out) == len(RLIMIT_NAMES) and all(len(v) == 2 for v in out.values()) else None
+
+
+def apply_rlimits(limits: dict) -> None:
+    """Take a client's resource limits (a server runner, before it runs the client's command).
+    Each is lowered or raised within this process's hard limit, which the server checked."""
+    import resource
+
+    for name, (soft, hard) in limits.items():
+        which = getattr(resource, name, None)
+        if which is None:
+            continue
+        hard = resource.RLIM_INFINITY if hard == INFINITY else hard
+        soft = resource.RLIM_INFINITY if soft == INFINITY else soft
+        resource.setrlimit(which, (soft, hard))

@@ -157,7 +157,7 @@ def _say(message: str) -> None:
 def run_as_client(request: dict, fds: list[int]) -> int:
     """One request: the client's streams, directory and environment, then the command line as
     `fdsl` would run it in process."""
-    from runtime import cli, terminal
+    from runtime import cli, confinement, terminal
 
     stdin, stdout, stderr, *tty = fds
     for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
@@ -174,6 +174,8 @@ def run_as_client(request: dict, fds: list[int]) -> int:
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in dict(request.get("env") or {}).items()})
     time.tzset()  # the client's TZ: local times (a run log's name) as in process
+    if isinstance(request.get("rlimits"), dict):  # the client's, read by the server from /proc
+        confinement.apply_rlimits(request["rlimits"])
     umask = request.get("umask")
     os.umask(umask & 0o777 if type(umask) is int else 0o077)  # an old client's request: the strictest
     os.chdir(str(request.get("cwd") or "/"))

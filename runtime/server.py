@@ -196,9 +196,9 @@ class Server:
     def accept(self) -> None:
         try:
             conn, _ = self.listener.accept()
-        except OSError:
+        except OSError:  # out of descriptors (EMFILE): the listener stays readable, so not at once again
+            time.sleep(0.05)
             return
-        self.last_activity = time.monotonic()
         try:
             peer, uid, _ = peer_credentials(conn)
         except OSError:
@@ -246,7 +246,9 @@ class Server:
         now = time.monotonic()
         for conn, reader in list(self.pending.items()):
             if now >= reader.deadline:
-                self.drop_pending(conn)
+                self.read_request(conn)  # what came while the loop was busy counts: one last read
+                if conn in self.pending:  # said, so that the client runs it in process
+                    self.drop_pending(conn, {"t": "refused", "msg": f"the request did not arrive within {REQUEST_SECONDS:g} s"})
 
     def retire_listener(self) -> None:
         """Take no more connections: the socket's name goes first, so that a new client starts a
@@ -255,6 +257,7 @@ class Server:
         if self.listener is None:
             return
         self.unlink_own()
+        self.socket_id = None  # its inode is free now: a successor's socket may get the same one
         self.selector.unregister(self.listener)
         self.listener.setblocking(False)
         while True:
@@ -289,13 +292,16 @@ class Server:
     def request(self, conn: socket.socket, request: dict, fds: list[int], peer: int) -> None:
         kind = request.get("t")
         if kind == "run" and not self.stopping:
-            other = confinement.differences(confinement.of(peer), self.confinement) if peer > 0 else ["pid"]
+            client = confinement.of(peer) if peer > 0 else {}
+            other = confinement.differences(client, self.confinement) if client else ["pid"]
             if other:  # a fork of this server would run the script outside the client's confinement
                 send(conn, {"t": "refused", "msg": "the client is confined otherwise than the server "
                                                    f"({', '.join(other[:3])}): its run is its own"})
                 close_all(fds)
                 conn.close()
                 return
+            request["rlimits"] = client["rlimits"]  # the runner takes them (read here, never the client's word)
+        self.last_activity = time.monotonic()  # not for a refused client: a server it cannot use may idle out
         if request.get("build") != self.build or self.sources.changed():
             send(conn, {"t": "stale", "build": self.build})
             self.stopping = True
@@ -496,7 +502,10 @@ def run_key(request: dict) -> tuple | None:
     if args.script == "-" or args.script not in argv:
         return None
     at = argv.index(args.script)
-    return (str(request.get("cwd")), *argv[:at], "<script>" + Path(args.script).suffix, *argv[at + 1:])
+    # a kept runner has taken its first client's resource limits: it serves only the same again
+    limits = request.get("rlimits")
+    held = tuple(sorted((k, tuple(v)) for k, v in limits.items())) if isinstance(limits, dict) else None
+    return (str(request.get("cwd")), held, *argv[:at], "<script>" + Path(args.script).suffix, *argv[at + 1:])
 
 
 def keep_seconds(text: str | None) -> float:

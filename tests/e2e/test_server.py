@@ -481,7 +481,7 @@ def test_a_stalled_connection_holds_up_no_other_client(server_dir, tmp_path):
     proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
     assert proc.returncode == 0 and proc.stdout == "7\n", proc.stderr
     stalled.settimeout(30)
-    assert stalled.recv(4096) == b""  # and the server let it go
+    assert b'"refused"' in stalled.recv(4096)  # and the server let it go, saying so (its client runs in process)
     stalled.close()
 
 
@@ -544,10 +544,9 @@ def _client(directory, *args, confine=None, **extra):
 
 
 def test_a_client_confined_otherwise_than_the_server_runs_in_process(server_dir, tmp_path):
-    """A served run is a fork of the server: a client under a lower rlimit or no_new_privs (an
-    agent's sandbox) had its script run without them."""
+    """A served run is a fork of the server: a client under no_new_privs (an agent's sandbox:
+    Landlock needs it, and cannot be read from /proc) had its script run outside it."""
     import ctypes
-    import resource
 
     script = tmp_path / "s.fdsl"
     script.write_text('print(len(Directory("/").files()))\n')
@@ -555,19 +554,58 @@ def test_a_client_confined_otherwise_than_the_server_runs_in_process(server_dir,
     root.mkdir()
     (root / "a.txt").write_text("a\n")
     assert _client(server_dir, "run", script, "--root", root).stderr == ""  # served: no note
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-
-    def fewer_files():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 512) - 1, hard))
 
     def no_new_privs():
         ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
 
-    for confine, field in ((fewer_files, "limits"), (no_new_privs, "NoNewPrivs")):
-        proc = _client(server_dir, "run", script, "--root", root, confine=confine)
-        assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
-        assert f"fdsl: running in process: the client is confined otherwise than the server ({field})" in proc.stderr
+    proc = _client(server_dir, "run", script, "--root", root, confine=no_new_privs)
+    assert (proc.returncode, proc.stdout) == (0, "1\n"), proc.stderr
+    assert "fdsl: running in process: the client is confined otherwise than the server (NoNewPrivs)" in proc.stderr
     assert _client(server_dir, "run", script, "--root", root).stderr == ""  # the server still serves the others
+
+
+def test_a_served_run_takes_the_clients_resource_limits(server_dir, tmp_path):
+    """Other limits than the server's once refused every such client (a terminal with another
+    `ulimit -n`); now the runner takes the client's, as /proc shows them: a file size limit
+    fails a served PromptScript run exactly as it fails the run in process."""
+    import re
+    import resource
+
+    project = tmp_path / "p"
+    project.mkdir()
+    script = tmp_path / "w.ps"
+    script.write_text('apply("WRITE_FILE", { path: "x.txt", content: "' + "a" * 100 + '" })\nlog("wrote")\n')
+    fdsl(server_dir, "server", "start")
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10, 10))
+
+    served = _client(server_dir, "run", script, "--project", project, "--yes", confine=small_files)
+    local = subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(script), "--project", str(project), "--yes"],
+                           cwd=REPO, preexec_fn=small_files, capture_output=True, text=True, timeout=120)
+
+    def seen(proc):
+        return proc.returncode, proc.stdout, re.sub(r"\d{8}-\d{6}-[0-9a-f]{6}", "RUN", proc.stderr)
+
+    assert seen(served) == seen(local) and served.returncode == 2 and "File too large" in served.stderr, served.stderr
+    assert not (project / "x.txt").exists()
+    ok = _client(server_dir, "run", script, "--project", project, "--yes")  # the next client's own limits
+    assert ok.returncode == 0 and ok.stdout == "[ps] wrote\n" and ok.stderr == "", ok.stderr
+    # A kept FilesDSL runner took its first client's limits, hard ones included: it serves only
+    # a client with the same, so the next one, with its own, is not run under them (nor fails)
+    listing = tmp_path / "l.fdsl"
+    listing.write_text('print(len(Directory("/").files()))\n')
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.txt").write_text("a\n")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def fewer_files():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 400), min(hard, 400)))
+
+    for confine in (fewer_files, None, fewer_files):
+        proc = _client(server_dir, "run", listing, "--root", root, confine=confine)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (0, "1\n", ""), proc.stderr
 
 
 def test_a_served_run_takes_the_clients_umask_and_time_zone(server_dir, tmp_path):
@@ -638,12 +676,12 @@ def test_a_trickling_connection_holds_up_no_other_client(server_dir, tmp_path):
     thread.start()
     try:
         time.sleep(0.5)
+        started = time.monotonic()
         proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)
-        finished_while_trickling = thread.is_alive()
         assert proc.returncode == 0 and proc.stdout == "7\n", proc.stderr
-        assert finished_while_trickling
+        assert time.monotonic() - started < 10  # not after the trickle's 12 s (the old server's way)
         trickling.settimeout(30)
-        assert trickling.recv(4096) == b""  # let go within its 2 s, trickle as it may
+        assert b'"refused"' in trickling.recv(4096)  # let go after its 2 s, trickle as it may
     finally:
         stop.set()
         thread.join()
@@ -657,12 +695,20 @@ def test_a_connection_made_as_the_server_stops_is_told_to_try_again(server_dir, 
     (tmp_path / "s.fdsl").write_text("print(7)\n")
     fdsl(server_dir, "server", "start")
     old = server_pid(server_dir)
-    waiting = _connect(server_dir)  # connected, its request not sent yet
+    from runtime.serverctl import ask, origin, reply
+
+    waiting = _connect(server_dir)  # connected, its request not sent yet (it has 2 s)
     try:
-        stop = fdsl(server_dir, "server", "stop")
-        assert stop.returncode == 0 and not (server_dir / "server.sock").exists(), stop.stderr
+        stopping = _connect(server_dir)
+        ask(stopping, {"t": "stop", "build": origin()})  # from here: no interpreter's start to wait for
+        assert (reply(stopping) or {}).get("t") == "stopping"
+        stopping.close()
         waiting.settimeout(30)
         assert b'"stale"' in waiting.recv(4096)
+        deadline = time.monotonic() + 30
+        while (server_dir / "server.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not (server_dir / "server.sock").exists()
     finally:
         waiting.close()
     proc = fdsl(server_dir, "run", tmp_path / "s.fdsl", "--root", tmp_path)

@@ -44,7 +44,7 @@ def system_prompt(kind: str, actions: list[str], commands: list[str], schema: di
     elif kind == "judge":
         text = 'Answer the question with exactly one JSON object and nothing else: {"answer": true} or {"answer": false}.'
     else:
-        text = ('Rewrite the memory summary as the instruction says: at most 1500 characters, bullets. '
+        text = ('Rewrite the memory summary as the instruction says: at most 1500 characters and 4000 bytes of UTF-8, bullets. '
                 'Answer with exactly one JSON object and nothing else: {"summary": "<the new summary>"}.')
     return text + (f"\n\n{extra}" if extra else "")
 

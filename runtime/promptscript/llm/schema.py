@@ -170,5 +170,5 @@ def check_summary(value) -> str:
     size = len(json.dumps(text, ensure_ascii=False).encode("utf-8"))
     if size > MAX_SUMMARY_BYTES:
         raise BadAnswer(f"the summary takes {size} bytes, over the {MAX_SUMMARY_BYTES} allowed; "
-                        "write a shorter one (at most 1500 characters)")
+                        "write a shorter one (at most 1500 characters, and 4000 bytes as UTF-8 JSON)")
     return text
