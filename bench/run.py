@@ -125,6 +125,19 @@ def make_corpus(root: Path, files: int) -> int:
     return total
 
 
+def stat_walk(root: Path) -> int:
+    """lstat of every entry under root, in plain Python (os.scandir): a learned search's floor."""
+    count, stack = 0, [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                entry.stat(follow_symlinks=False)
+                count += 1
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return count
+
+
 def content_search(runs: int, files: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -140,7 +153,9 @@ def content_search(runs: int, files: int) -> None:
                                env=server_env, cwd=REPO)
         first_s = time.perf_counter() - started
         assert first.returncode == 0, first.stderr
-        grep, ours, script, served = [], [], [], []
+        empty_file = root.parent / f"{root.name}-empty.fdsl"
+        empty_file.write_text("print(1)\n")
+        grep, ours, script, served, empty, walk = [], [], [], [], [], []
         for _ in range(runs):
             started = time.perf_counter()
             proc = subprocess.run(["grep", "-rl", "needle-in-haystack", str(root)], capture_output=True, text=True)
@@ -163,6 +178,17 @@ def content_search(runs: int, files: int) -> None:
                                   env=server_env, cwd=REPO)
             served.append(time.perf_counter() - started)
             assert proc.returncode == 0 and proc.stdout.strip() == str(expected), proc.stderr
+
+            # The floors of any served search: a script that searches nothing, through the same
+            # client and server; and a bare Python stat of every file (what a sound index must do)
+            started = time.perf_counter()
+            proc = subprocess.run(client + [str(empty_file), "--root", str(root)], capture_output=True, text=True,
+                                  env=server_env, cwd=REPO)
+            empty.append(time.perf_counter() - started)
+            assert proc.returncode == 0 and proc.stdout == "1\n", proc.stderr
+            started = time.perf_counter()
+            stat_walk(root)
+            walk.append(time.perf_counter() - started)
         # The broker's part of a learned search: an index that has read every file (as a kept
         # runner's has after its first searches), back to back
         index = RunIndex()
@@ -204,10 +230,13 @@ def content_search(runs: int, files: int) -> None:
         print(f"  whole script run       {median_ms(script):7.1f} ms -> {median_ms(script) / median_ms(grep):.2f}x grep")
         print(f"  fdsl run via server    {median_ms(served):7.1f} ms -> {median_ms(served) / median_ms(grep):.2f}x grep"
               f" (target <= 1x; end to end: client, server, worker; first run {first_s * 1000:.0f} ms)")
+        print(f"  floors: `fdsl run` of print(1) via server {median_ms(empty):5.1f} ms -> {median_ms(empty) / median_ms(grep):.2f}x grep;"
+              f" a bare Python stat of every file {median_ms(walk):.1f} ms")
         print(f"  the same, index learned {median_ms(learned):7.1f} ms -> {median_ms(learned) / median_ms(paused_grep):.2f}x grep"
               f" (the kept runner's index, after {LEARN_S:g} s without a request; {AGENT_PAUSE_S * 1000:g} ms before each"
               f" call, grep {median_ms(paused_grep):.1f} ms so)")
         script_file.unlink()
+        empty_file.unlink()
         if peak:
             kib = int(peak[0].split(":")[1])
             print(f"  broker peak RSS after searching and reading every file: {kib / 1024:.1f} MiB (target <= 150 MiB)")
