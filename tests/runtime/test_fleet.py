@@ -12,14 +12,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
 from runtime.errors import RunSetupError
 from runtime.fleet import Job, jobs_from_jsonl, run_many
-from tests.support import REPO
+from tests.support import REPO, assert_all_end
 
 LONG = "x = 0\nfor i in [1:1000000]:\n    for j in [1:4]:\n        x += 1\nprint(x)\n"  # a few seconds
 
@@ -201,16 +200,14 @@ def test_jobs_that_differ_only_in_timeout_share_a_session_and_keep_their_own(tmp
     assert bad["exit_code"] == 2 and "timeout" in bad["error"]["message"], bad
 
 
-INSTALLED_FDSL = Path(sys.executable).parent / "fdsl"  # bin/fdsl as `pip install -e .` installs it
-
-
-@pytest.mark.skipif(not INSTALLED_FDSL.exists(), reason="the fdsl script is not installed (pip install -e .)")
-def test_the_installed_fdsl_command_runs_a_batch(tmp_path):
-    """The script is the main module there: a pool that ran it again in each pool process (as
-    multiprocessing's forkserver did) ran the command again and died, for every job."""
+def test_the_fdsl_command_runs_a_batch(tmp_path):
+    """bin/fdsl (the installed `fdsl`) is the main module there: a pool that ran it again in
+    each pool process (as multiprocessing's forkserver did) ran the command again and died, for
+    every job."""
     (tmp_path / "a.fdsl").write_text("print(6 * 7)\n")
     (tmp_path / "b.fdsl").write_text("print(1)\n")
-    proc = subprocess.run([str(INSTALLED_FDSL), "run-many", "a.fdsl", "b.fdsl", "--root", ".", "--jobs", "2"],
+    proc = subprocess.run([sys.executable, str(REPO / "bin" / "fdsl"), "run-many", "a.fdsl", "b.fdsl", "--root", ".",
+                           "--jobs", "2"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     results = sorted((json.loads(line) for line in proc.stdout.splitlines()), key=lambda r: r["index"])
@@ -251,16 +248,6 @@ def _spinning_batch(tmp_path) -> tuple[subprocess.Popen, list[psutil.Process]]:
         time.sleep(0.1)
 
 
-def _assert_all_end(processes: list[psutil.Process], within: float) -> None:
-    deadline = time.monotonic() + within
-    while True:
-        alive = [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        if not alive:
-            return
-        assert time.monotonic() < deadline, f"outlived the command: {[(p.pid, p.name()) for p in alive]}"
-        time.sleep(0.05)
-
-
 def _end_left(proc: subprocess.Popen, processes: list[psutil.Process]) -> None:
     """(After a failure: orphans are no longer our descendants, and these scripts never end.)"""
     proc.kill()
@@ -282,7 +269,7 @@ def test_sigterm_ends_every_running_script_at_once_and_exits_143(tmp_path):
         out, err = proc.communicate(timeout=30)  # the scripts have no wall clock: only the signal ends them
         assert proc.returncode == 143 and time.monotonic() - sent < 15, err
         assert "stopped by SIGTERM" in err and out == ""
-        _assert_all_end(processes, 5)
+        assert_all_end(processes, 5, "outlived the command")
     finally:
         _end_left(proc, processes)
 
@@ -294,7 +281,7 @@ def test_a_killed_command_leaves_no_process_running(tmp_path):
     try:
         proc.kill()
         proc.wait()
-        _assert_all_end(processes, 10)
+        assert_all_end(processes, 10, "outlived the command")
     finally:
         _end_left(proc, processes)
 

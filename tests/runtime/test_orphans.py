@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 
-from tests.support import REPO
+from tests.support import REPO, assert_all_end
 
 LOOP = "x = 0\\nfor i in [1:1000000]:\\n    for j in [1:1000000]:\\n        x += 1\\n"
 BROKERS = {
@@ -38,13 +38,7 @@ def test_a_worker_dies_with_its_broker(tmp_path, how):
             time.sleep(0.1)
         os.kill(broker.pid, signal.SIGKILL)
         broker.wait()
-        deadline = time.monotonic() + 10
-        while True:
-            alive = [p for p in workers if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-            if not alive:
-                break
-            assert time.monotonic() < deadline, f"workers outlived their broker: {alive}"
-            time.sleep(0.05)
+        assert_all_end(workers, 10, "workers outlived their broker")
     finally:
         broker.kill()
         broker.wait()
