@@ -8,7 +8,6 @@ written), 2 for a usage error (nothing run).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from runtime.cliparser import UsageError
 from runtime.errors import RunSetupError
+from runtime.jsonlines import json_line
 
 
 def command_run_many(args) -> int:
@@ -58,7 +58,7 @@ def command_run_many(args) -> int:
         for result in results:
             failed += result["exit_code"] != 0
             try:
-                sys.stdout.write(json_line(result))
+                sys.stdout.write(json_line(result, sys.stdout.encoding or "utf-8"))
                 sys.stdout.flush()
             except BrokenPipeError:
                 return stdout_closed(written, len(jobs))
@@ -82,17 +82,6 @@ def check_sandbox_options(args) -> None:
             raise UsageError(f"{flag} {directory}: not a directory")
     for text in args.mount:
         parse_mount(text)
-
-
-def json_line(result: dict) -> str:
-    """One result as a JSON line: UTF-8 as it is, or with \\u escapes when it holds what is not
-    text (a lone surrogate, as a script's name with bytes that are not UTF-8 decodes to), never lost."""
-    line = json.dumps(result, ensure_ascii=False) + "\n"
-    try:
-        line.encode(sys.stdout.encoding or "utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(result) + "\n"
-    return line
 
 
 def stdout_closed(written: int, total: int) -> int:

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from runtime.errors import LimitError, RunSetupError
+from runtime.jsonlines import json_line
 
 RUN_LOG_DIR = ".ps-runs"
 DEFAULT_MAX_LOG_BYTES = 16 << 20
@@ -51,17 +52,6 @@ SMALL_FIELDS = ("event", "t_ms", "action", "ok", "line", "kind", "parallel")
 BUFFERED_EVENTS = frozenset({"retry", "timeout", "block_start", "block_end", "scope_enter", "scope_exit"})
 BUFFERED_ACTIONS = frozenset({"READ_FILE", "SEARCH", "REPORT"})
 FLUSH_SECONDS = 1.0
-
-
-def json_line(record: dict) -> str:
-    """``record`` as one line of JSON that encodes as UTF-8: a string holding a lone surrogate
-    (a model's text may) is written with JSON's escapes, which read back as the same string."""
-    line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(record, default=str) + "\n"
-    return line
 
 
 class RunLogError(RunSetupError):

@@ -17,7 +17,8 @@ import stat
 from pathlib import Path
 
 from runtime.errors import RunSetupError
-from runtime.promptscript.runlog import RUN_LOG_DIR, json_line
+from runtime.jsonlines import json_line
+from runtime.promptscript.runlog import RUN_LOG_DIR
 
 ANSWERS = "llm.jsonl"
 SCRIPT = "script.ps"
